@@ -1,0 +1,1 @@
+"""Checkers over the model: Hypothesis stateful hunting, replay, counterexample files."""

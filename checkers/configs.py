@@ -1,0 +1,130 @@
+"""Named configurations and the JSON codec for `Config` (config files, counterexample files)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rmqcheck.model.bugs import SNAPSHOT, check_toggle_names
+from rmqcheck.model.config import SYNC_FLUSH, Config, FaultBudget, validate
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the source and the field."""
+
+
+NAMED: dict[str, tuple[Config, str]] = {
+    "default": (
+        Config(),
+        "the snapshot's defaults: allAckInSyncStateSet=false, inSyncReplicas=1, ASYNC_FLUSH, 2 brokers",
+    ),
+    "durable": (Config(all_ack=True, flush=SYNC_FLUSH), "allAckInSyncStateSet=true, SYNC_FLUSH, 2 brokers"),
+    "durable3": (Config(brokers=3, all_ack=True, flush=SYNC_FLUSH), "allAckInSyncStateSet=true, SYNC_FLUSH, 3 brokers"),
+    "isr2": (
+        Config(in_sync_replicas=2, min_in_sync_replicas=2, flush=SYNC_FLUSH),
+        "inSyncReplicas=2, minInSyncReplicas=2, SYNC_FLUSH, 2 brokers",
+    ),
+}
+
+_TYPES: dict[str, type] = {
+    "brokers": int,
+    "all_ack": bool,
+    "in_sync_replicas": int,
+    "min_in_sync_replicas": int,
+    "flush": str,
+    "async_learners": list,
+    "unclean": bool,
+    "queues": int,
+    "message_sizes": list,
+    "max_messages": int,
+    "batch_size": int,
+    "slave_timeout": int,
+    "heartbeat_timeout": int,
+    "not_catchup_time": int,
+    "faults": dict,
+    "bugs": list,
+    "faithful_q1": bool,
+    "faithful_q2": bool,
+}
+assert set(_TYPES) == set(Config._fields)
+
+
+def to_dict(cfg: Config, with_bugs: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in Config._fields:
+        value = getattr(cfg, name)
+        if name == "faults":
+            value = value._asdict()
+        elif name in ("async_learners", "bugs"):
+            value = sorted(value)
+        elif name == "message_sizes":
+            value = list(value)
+        if name != "bugs" or with_bugs:
+            out[name] = value
+    return out
+
+
+def _check_type(where: str, name: str, value: Any, expected: type) -> None:
+    ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
+    if not ok:
+        raise ConfigError(f"{where}: field '{name}' must be {expected.__name__}, got {value!r}")
+
+
+def from_dict(data: Any, where: str, base: Config | None = None) -> Config:
+    """Build a Config from a JSON object; unknown fields, wrong types and out-of-range values
+    raise ConfigError naming `where` and the field."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: a configuration must be a JSON object, got {type(data).__name__}")
+    cfg = base or Config()
+    fields: dict[str, Any] = {}
+    for name, value in data.items():
+        if name not in _TYPES:
+            raise ConfigError(f"{where}: unknown field '{name}' (known: {', '.join(Config._fields)})")
+        _check_type(where, name, value, _TYPES[name])
+        if name == "faults":
+            faults = cfg.faults._asdict()
+            for k, v in value.items():
+                if k not in faults:
+                    raise ConfigError(f"{where}: unknown fault '{k}' (known: {', '.join(FaultBudget._fields)})")
+                _check_type(where, f"faults.{k}", v, int)
+                faults[k] = v
+            value = FaultBudget(**faults)
+        elif name in ("async_learners", "bugs"):
+            for item in value:
+                _check_type(where, name, item, int if name == "async_learners" else str)
+            value = frozenset(value)
+        elif name == "message_sizes":
+            for item in value:
+                _check_type(where, name, item, int)
+            value = tuple(value)
+        fields[name] = value
+    try:
+        if "bugs" in fields:
+            check_toggle_names(fields["bugs"])
+        return validate(cfg._replace(**fields))
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def load(name_or_path: str) -> Config:
+    """A named configuration, or a JSON file holding Config fields over the defaults."""
+    if name_or_path in NAMED:
+        return NAMED[name_or_path][0]
+    path = Path(name_or_path)
+    if not path.exists():
+        raise ConfigError(f"{name_or_path}: no such named configuration ({', '.join(NAMED)}) or file")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return from_dict(data, str(path))
+
+
+def with_bugs(cfg: Config, toggles: frozenset[str], snapshot: bool) -> Config:
+    """The hunting configuration for a set of toggles: the intended baseline plus the toggles,
+    or the snapshot plus the toggles."""
+    check_toggle_names(toggles)
+    return cfg._replace(bugs=(SNAPSHOT if snapshot else frozenset()) | toggles)

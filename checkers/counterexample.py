@@ -1,0 +1,280 @@
+"""Counterexample files: versioned JSON (what checkers write) and a readable scenario text
+(what regression scenarios are written in). `rmqcheck replay` reads both.
+
+Scenario text, one directive per line, `#` starts a comment:
+
+    config brokers=2 all_ack=true flush=SYNC_FLUSH
+    toggles ack_uses_local_sss_only        # or: toggles none / toggles snapshot [+ more]
+    seed 7                                  # optional
+    expect I2                               # the invariant the actions violate; "expect none": all hold
+    ha_connect slave=2                      # then one action per line
+    alter_sss broker=1 lost=1
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import rmqcheck
+from rmqcheck.model.bugs import SNAPSHOT
+from rmqcheck.model.config import Config
+from rmqcheck.model.step import ACTIONS, Action
+
+from .configs import ConfigError, from_dict, to_dict
+
+SCHEMA_VERSION = 1
+MODEL = "apache/rocketmq 8fc57f1468 (2025-09-19), controller mode"
+
+
+class CounterexampleError(ValueError):
+    """A counterexample or scenario file that cannot be used; names the file and the record."""
+
+
+class Counterexample(NamedTuple):
+    config: Config  # toggles included (config.bugs)
+    actions: tuple[Action, ...]
+    invariant: str | None  # expected violated invariant; None: the run must violate nothing
+    message: str = ""
+    seed: int | None = None
+    method: str = "stateful"
+    depends_on: tuple[str, ...] = ()  # active toggles the violation needs
+
+
+def action_to_json(a: Action) -> dict[str, Any]:
+    return {"action": a[0], **dict(zip(ACTIONS[a[0]].args, a[1:]))}
+
+
+def action_from_json(obj: Any, where: str) -> Action:
+    if not isinstance(obj, dict) or "action" not in obj:
+        raise CounterexampleError(f"{where}: an action must be an object with an 'action' field, got {obj!r}")
+    kind = obj["action"]
+    if kind not in ACTIONS:
+        raise CounterexampleError(f"{where}: unknown action {kind!r}")
+    names = ACTIONS[kind].args
+    extra = sorted(set(obj) - {"action", *names})
+    missing = [n for n in names if n not in obj]
+    if extra or missing:
+        raise CounterexampleError(f"{where}: action {kind} takes {list(names)}; missing {missing}, unexpected {extra}")
+    values = [obj[n] for n in names]
+    for n, v in zip(names, values):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise CounterexampleError(f"{where}: action {kind}: argument '{n}' must be an integer, got {v!r}")
+    return (kind, *values)
+
+
+def to_json(cx: Counterexample) -> dict[str, Any]:
+    from rmqcheck.invariants.catalogue import BY_ID
+
+    inv = BY_ID.get(cx.invariant) if cx.invariant else None
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": f"rmqcheck {rmqcheck.__version__}",
+        "model": MODEL,
+        "method": cx.method,
+        "seed": cx.seed,
+        "config": to_dict(cx.config, with_bugs=False),
+        "toggles": sorted(cx.config.bugs),
+        "invariant": None
+        if inv is None
+        else {
+            "id": inv.id,
+            "name": inv.name,
+            "statement": inv.statement,
+            "message": cx.message,
+            "expected_to_hold": inv.expected(cx.config),
+            "expected_when": inv.expected_when,
+        },
+        "depends_on_toggles": list(cx.depends_on),
+        "steps": len(cx.actions),
+        "actions": [action_to_json(a) for a in cx.actions],
+    }
+
+
+def write(cx: Counterexample, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_json(cx), indent=2) + "\n")
+    return path
+
+
+def from_json(data: Any, where: str) -> Counterexample:
+    if not isinstance(data, dict):
+        raise CounterexampleError(f"{where}: a counterexample must be a JSON object")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise CounterexampleError(
+            f"{where}: schema_version {version!r} is not supported (this rmqcheck reads {SCHEMA_VERSION})"
+        )
+    for key in ("config", "toggles", "actions"):
+        if key not in data:
+            raise CounterexampleError(f"{where}: missing field '{key}'")
+    toggles = data["toggles"]
+    if not isinstance(toggles, list) or not all(isinstance(t, str) for t in toggles):
+        raise CounterexampleError(f"{where}: 'toggles' must be a list of toggle names")
+    try:
+        cfg = from_dict(
+            {**data["config"], "bugs": toggles} if isinstance(data["config"], dict) else data["config"],
+            f"{where}: config",
+        )
+    except ConfigError as exc:
+        raise CounterexampleError(str(exc)) from None
+    if not isinstance(data["actions"], list):
+        raise CounterexampleError(f"{where}: 'actions' must be a list")
+    actions = tuple(action_from_json(a, f"{where}: actions[{i}]") for i, a in enumerate(data["actions"]))
+    inv = data.get("invariant")
+    inv_id = None
+    message = ""
+    if inv is not None:
+        if not isinstance(inv, dict) or not isinstance(inv.get("id"), str):
+            raise CounterexampleError(f"{where}: 'invariant' must be null or an object with an 'id'")
+        inv_id, message = inv["id"], inv.get("message", "")
+        _check_invariant(inv_id, where)
+    seed = data.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise CounterexampleError(f"{where}: 'seed' must be an integer or null")
+    return Counterexample(
+        cfg,
+        actions,
+        inv_id,
+        message,
+        seed,
+        str(data.get("method", "stateful")),
+        tuple(data.get("depends_on_toggles", ())),
+    )
+
+
+def _check_invariant(inv_id: str, where: str) -> None:
+    from rmqcheck.invariants.catalogue import BY_ID
+
+    if inv_id not in BY_ID:
+        raise CounterexampleError(f"{where}: unknown invariant {inv_id!r} (known: {', '.join(BY_ID)})")
+
+
+def _parse_value(text: str, where: str) -> Any:
+    if text in ("true", "false"):
+        return text == "true"
+    if text.lstrip("-").isdigit():
+        return int(text)
+    if "," in text or text.startswith("["):
+        return [_parse_value(t, where) for t in text.strip("[]").split(",") if t]
+    return text
+
+
+def _pairs(words: list[str], where: str) -> dict[str, Any]:
+    out = {}
+    for w in words:
+        if "=" not in w:
+            raise CounterexampleError(f"{where}: expected name=value, got {w!r}")
+        k, v = w.split("=", 1)
+        out[k] = _parse_value(v, where)
+    return out
+
+
+_LIST_FIELDS = ("async_learners", "message_sizes")
+
+
+def parse_scenario(text: str, where: str) -> Counterexample:
+    cfg_fields: dict[str, Any] = {}
+    faults: dict[str, Any] = {}
+    toggles: frozenset[str] | None = None
+    expect: str | None = None
+    seen_expect = False
+    seed = None
+    actions: list[Action] = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        at = f"{where}:{lineno}"
+        head, *rest = line.split()
+        if head == "config":
+            for name, value in _pairs(rest, at).items():
+                # list-valued fields may be written with one element: async_learners=2
+                cfg_fields[name] = [value] if name in _LIST_FIELDS and not isinstance(value, list) else value
+        elif head == "faults":
+            faults.update(_pairs(rest, at))
+        elif head == "toggles":
+            names = set(rest)
+            base = frozenset()
+            if "snapshot" in names:
+                base, names = SNAPSHOT, names - {"snapshot"}
+            names.discard("none")
+            toggles = base | frozenset(names)
+        elif head == "seed":
+            if len(rest) != 1 or not rest[0].isdigit():
+                raise CounterexampleError(f"{at}: seed takes one non-negative integer")
+            seed = int(rest[0])
+        elif head == "expect":
+            if len(rest) != 1:
+                raise CounterexampleError(f"{at}: expect takes one invariant id or 'none'")
+            seen_expect = True
+            expect = None if rest[0] == "none" else rest[0]
+            if expect is not None:
+                _check_invariant(expect, at)
+        elif head in ACTIONS:
+            args = _pairs(rest, at)
+            actions.append(action_from_json({"action": head, **args}, at))
+        else:
+            raise CounterexampleError(f"{at}: unknown directive or action {head!r}")
+    if not seen_expect:
+        raise CounterexampleError(f"{where}: missing 'expect <invariant>|none'")
+    if faults:
+        cfg_fields["faults"] = faults
+    if toggles is not None:
+        cfg_fields["bugs"] = sorted(toggles)
+    try:
+        cfg = from_dict(cfg_fields, f"{where}: config")
+    except ConfigError as exc:
+        raise CounterexampleError(str(exc)) from None
+    return Counterexample(cfg, tuple(actions), expect, seed=seed, method="scenario")
+
+
+def format_scenario(cx: Counterexample, title: str = "") -> str:
+    default = Config()
+    fields = to_dict(cx.config, with_bugs=False)
+    plain = [
+        f"{k}={str(v).lower() if isinstance(v, bool) else ','.join(map(str, v)) if isinstance(v, list) else v}"
+        for k, v in fields.items()
+        if k != "faults" and v != to_dict(default, with_bugs=False)[k]
+    ]
+    lines = [f"# {title}"] if title else []
+    lines.append("config " + " ".join(plain) if plain else "config")
+    if cx.config.faults != default.faults:
+        lines.append("faults " + " ".join(f"{k}={v}" for k, v in cx.config.faults._asdict().items()))
+    bugs = cx.config.bugs
+    if bugs == SNAPSHOT:
+        lines.append("toggles snapshot")
+    elif bugs >= SNAPSHOT:
+        lines.append("toggles snapshot " + " ".join(sorted(bugs - SNAPSHOT)))
+    else:
+        lines.append("toggles " + (" ".join(sorted(bugs)) if bugs else "none"))
+    if cx.seed is not None:
+        lines.append(f"seed {cx.seed}")
+    lines.append(f"expect {cx.invariant or 'none'}")
+    for a in cx.actions:
+        args = " ".join(f"{n}={v}" for n, v in zip(ACTIONS[a[0]].args, a[1:]))
+        lines.append(f"{a[0]} {args}".rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def read(path: str | Path) -> Counterexample:
+    """Read a JSON counterexample or a scenario text file; CounterexampleError names the file,
+    the line or record, and what is wrong."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise CounterexampleError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CounterexampleError(f"{path}: cannot read: {exc}") from None
+    if path.suffix == ".json" or text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CounterexampleError(
+                f"{path}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from None
+        return from_json(data, str(path))
+    return parse_scenario(text, str(path))

@@ -1,0 +1,73 @@
+"""Hunting: run the stateful checker, shrink what it finds, explain it, write it down.
+
+A violation is explained in one of three ways:
+* `expected`: the invariant is not expected to hold under this configuration (the guarantee
+  the configuration gives up, for example acked loss under the defaults, C4 / #7017);
+* `snapshot defect` / `bug toggle`: it disappears when one active toggle (model/bugs.py)
+  takes its intended form, so it is that defect's doing;
+* `unexplained`: neither. A new finding, or a harness bug: either way a failure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, NamedTuple
+
+from rmqcheck.invariants.catalogue import BY_ID
+from rmqcheck.model.bugs import BY_NAME
+from rmqcheck.model.config import Config
+
+from .counterexample import Counterexample, write
+from .replay import replay, shrink, toggle_dependencies
+from .stateful import HuntResult, hunt
+
+EXPECTED = "expected"
+SNAPSHOT_DEFECT = "snapshot defect"
+BUG_TOGGLE = "bug toggle"
+UNEXPLAINED = "unexplained"
+
+
+class Finding(NamedTuple):
+    counterexample: Counterexample
+    kind: str
+    note: str
+    hypothesis_steps: int  # length of Hypothesis's own shrunk run, before delta debugging
+
+
+def classify(cfg: Config, inv_id: str, depends_on: Iterable[str]) -> tuple[str, str]:
+    inv = BY_ID[inv_id]
+    depends_on = list(depends_on)
+    if not inv.expected(cfg):
+        return EXPECTED, f"{inv_id} is expected to hold only when {inv.expected_when}"
+    if depends_on:
+        refs = ", ".join(f"{d} ({BY_NAME[d].source})" for d in depends_on)
+        kind = SNAPSHOT_DEFECT if all(BY_NAME[d].in_snapshot for d in depends_on) else BUG_TOGGLE
+        return kind, f"disappears with the intended form of {refs}"
+    return UNEXPLAINED, "expected to hold here and not attributable to a known snapshot defect"
+
+
+def find(
+    cfg: Config, targets: Iterable[str], budget: float, seed: int = 0, profile: str = "deep", on_batch=None
+) -> tuple[Finding | None, HuntResult]:
+    result = hunt(cfg, targets, budget, seed, profile, on_batch)
+    if result.violation is None:
+        return None, result
+    v = result.violation
+    inv_id = v.violation.invariant
+    actions = shrink(cfg, v.actions, inv_id)
+    hit = replay(cfg, actions, frozenset({inv_id})).first(inv_id)
+    message = hit[1].message if hit else v.violation.message
+    deps = tuple(toggle_dependencies(cfg, actions, inv_id))
+    kind, note = classify(cfg, inv_id, deps)
+    cx = Counterexample(cfg, tuple(actions), inv_id, message, result.seed, "stateful", deps)
+    return Finding(cx, kind, note, len(v.actions)), result
+
+
+def default_path(out_dir: str | Path, label: str, finding: Finding) -> Path:
+    cx = finding.counterexample
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in label)
+    return Path(out_dir) / f"{safe}-{cx.invariant}-seed{cx.seed}.json"
+
+
+def write_finding(finding: Finding, path: str | Path) -> Path:
+    return write(finding.counterexample, path)

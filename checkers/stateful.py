@@ -1,0 +1,190 @@
+"""Hypothesis stateful checking of the model (`RuleBasedStateMachine`).
+
+Every action kind of the model is a rule; a rule's precondition is that the model enables at
+least one action of that kind, and its argument picks one of them (shrinking towards the
+first). Every catalogue invariant is a Hypothesis invariant, checked after every step; a
+transition invariant sees the last step. `machine_for(cfg, targets)` builds a machine class
+bound to one configuration and a set of invariants to enforce, so one definition serves every
+configuration and bug toggle.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable
+
+from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, invariant, precondition, rule
+
+from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, Violation
+from rmqcheck.model.config import Config
+from rmqcheck.model.step import ACTIONS, Action, initial_state, successors
+from rmqcheck.model.world import State
+
+
+class InvariantViolated(AssertionError):
+    """Raised inside the machine; carries what a counterexample file needs."""
+
+    def __init__(self, violation: Violation, actions: list[Action]):
+        super().__init__(f"{violation.invariant}: {violation.message}")
+        self.violation = violation
+        self.actions = list(actions)
+
+
+class Stats:
+    """Counts across all machines of one run (for `make bench` and hunt reports)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.examples = 0
+
+
+class ReplicationMachine(RuleBasedStateMachine):
+    cfg: Config = Config()
+    targets: frozenset[str] = frozenset(BY_ID)
+    stats: Stats = Stats()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state: State = initial_state(self.cfg)
+        self.actions: list[Action] = []
+        self.last: tuple[State, Action, State] | None = None
+        self._refresh()
+        type(self).stats.examples += 1
+
+    def _refresh(self) -> None:
+        by_kind: dict[str, list[tuple[Action, State]]] = {}
+        for action, nxt in successors(self.state, self.cfg):
+            by_kind.setdefault(action[0], []).append((action, nxt))
+        self.by_kind = by_kind
+
+    def take(self, kind: str, pick: int) -> None:
+        options = self.by_kind[kind]
+        action, nxt = options[pick % len(options)]
+        self.last = (self.state, action, nxt)
+        self.state = nxt
+        self.actions.append(action)
+        type(self).stats.steps += 1
+        self._refresh()
+
+    def fail(self, violation: Violation) -> None:
+        raise InvariantViolated(violation, self.actions)
+
+
+def _rule_for(kind: str):
+    @precondition(lambda self: kind in self.by_kind)
+    @rule(pick=st.integers(min_value=0, max_value=63))
+    def take_action(self, pick):
+        self.take(kind, pick)
+
+    take_action.__name__ = kind
+    return take_action
+
+
+def _invariant_for(inv_id: str):
+    inv = BY_ID[inv_id]
+
+    @invariant()
+    def holds(self):
+        if inv_id not in self.targets:
+            return
+        messages = []
+        if inv.check is not None:
+            messages += inv.check(self.state, self.cfg)
+        if inv.check_step is not None and self.last is not None:
+            messages += inv.check_step(*self.last, self.cfg)
+        if messages:
+            self.fail(Violation(inv_id, messages[0]))
+
+    holds.__name__ = f"invariant_{inv_id}"
+    return holds
+
+
+for _kind in ACTIONS:
+    setattr(ReplicationMachine, _kind, _rule_for(_kind))
+for _inv in CATALOGUE:
+    setattr(ReplicationMachine, f"invariant_{_inv.id}", _invariant_for(_inv.id))
+
+
+def machine_for(cfg: Config, targets: Iterable[str], stats: Stats | None = None) -> type[ReplicationMachine]:
+    """A machine class bound to a configuration and the invariants it enforces."""
+    return type(
+        "ReplicationMachine",
+        (ReplicationMachine,),
+        {"cfg": cfg, "targets": frozenset(targets), "stats": stats or Stats()},
+    )
+
+
+# Profiles: `quick` for the test suite, `deep` for hunts (`make hunt`, `rmqcheck hunt`).
+PROFILES = {
+    "quick": dict(max_examples=60, stateful_step_count=40),
+    "deep": dict(max_examples=200, stateful_step_count=80),
+}
+
+# Hunts deepen iteratively: batch i runs DEEPENING[i % 3] (examples, steps), so a violation
+# reachable in a short run is found in one, and counterexamples start short.
+DEEPENING = ((400, 25), (200, 50), (100, 100))
+
+
+def hypothesis_settings(profile: str = "deep", **overrides) -> settings:
+    opts = {**PROFILES[profile], **overrides}
+    return settings(
+        deadline=None,
+        database=None,  # determinism: a run depends on its seed only
+        suppress_health_check=list(HealthCheck),
+        # Generation only: a long stateful run makes Hypothesis's shrinker slow (minutes, see
+        # hypothesis#2523), and delta debugging over the concrete actions
+        # (checkers/replay.py) shrinks the same run to a 1-minimal one in milliseconds.
+        phases=[Phase.generate],
+        report_multiple_bugs=False,
+        print_blob=False,
+        **opts,
+    )
+
+
+def run_once(
+    cfg: Config, targets: Iterable[str], seed: int, profile: str = "deep", stats: Stats | None = None, **overrides
+) -> InvariantViolated | None:
+    """One Hypothesis run with a fixed seed: the first violation it meets, or None."""
+    machine = machine_for(cfg, targets, stats)
+    test = hypothesis_seed(seed)(get_state_machine_test(machine, settings=hypothesis_settings(profile, **overrides)))
+    try:
+        test()
+    except InvariantViolated as exc:
+        return exc
+    return None
+
+
+class HuntResult:
+    def __init__(
+        self, violation: InvariantViolated | None, seed: int | None, seconds: float, stats: Stats, batches: int
+    ) -> None:
+        self.violation = violation
+        self.seed = seed  # the seed of the batch that failed
+        self.seconds = seconds
+        self.stats = stats
+        self.batches = batches
+
+
+def hunt(
+    cfg: Config, targets: Iterable[str], budget: float, seed: int = 0, profile: str = "deep", on_batch=None
+) -> HuntResult:
+    """Run seeded Hypothesis batches (seed, seed+1, ...) of growing run length until one fails
+    or the budget is spent. The budget is checked between batches, so a run overshoots by at
+    most one batch (a few seconds)."""
+    targets = frozenset(targets)
+    stats = Stats()
+    start = time.perf_counter()
+    batch = 0
+    while True:
+        batch_seed = seed + batch
+        examples, steps = DEEPENING[batch % len(DEEPENING)]
+        found = run_once(cfg, targets, batch_seed, profile, stats, max_examples=examples, stateful_step_count=steps)
+        batch += 1
+        elapsed = time.perf_counter() - start
+        if on_batch is not None:
+            on_batch(batch, stats, elapsed)
+        if found is not None:
+            return HuntResult(found, batch_seed, elapsed, stats, batch)
+        if elapsed >= budget:
+            return HuntResult(None, None, elapsed, stats, batch)

@@ -1,0 +1,1 @@
+"""The invariant catalogue: pure predicates over model states and steps."""

@@ -1,0 +1,93 @@
+"""Configuration of one modelled broker set: the real RocketMQ switches plus the model's bounds.
+
+Defaults are the snapshot's defaults (reference §0) wherever a RocketMQ switch exists.
+Times are in logical ticks; one tick stands for about five seconds, so the ratios of the
+real timeouts are kept: slaveTimeout 3 s < controllerHeartBeatTimeoutMills 10 s <
+haMaxTimeSlaveNotCatchup 15 s.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .bugs import SNAPSHOT, check_toggle_names
+
+ASYNC_FLUSH = "ASYNC_FLUSH"
+SYNC_FLUSH = "SYNC_FLUSH"
+FLUSH_MODES = (ASYNC_FLUSH, SYNC_FLUSH)
+
+
+class FaultBudget(NamedTuple):
+    """How many perturbations of each kind a run may contain. Healing is never bounded."""
+
+    crashes: int = 2  # crash with page-cache loss; restart is healing
+    partitions: int = 1  # heal is healing
+    lost_responses: int = 1  # a controller RPC that took effect but whose response was lost
+    heartbeat_timeouts: int = 1  # the controller expires a broker that is in fact alive
+    admin_elections: int = 1  # mqadmin electMaster designating a broker
+    connection_resets: int = 1  # an HA TCP connection reset
+    epoch_file_losses: int = 0  # epochFileCheckpoint and .bak deleted (operator error)
+    controller_failovers: int = 1  # only observable under the controller_serves_before_apply toggle
+
+    def total(self) -> int:
+        return sum(self)
+
+
+NO_FAULTS = FaultBudget(*(0 for _ in FaultBudget._fields))
+
+
+class Config(NamedTuple):
+    brokers: int = 2
+    # MessageStoreConfig switches (reference §0 and §2.8)
+    all_ack: bool = False  # allAckInSyncStateSet
+    in_sync_replicas: int = 1  # inSyncReplicas
+    min_in_sync_replicas: int = 1  # minInSyncReplicas
+    flush: str = ASYNC_FLUSH  # flushDiskType
+    async_learners: frozenset[int] = frozenset()  # brokers with asyncLearner=true
+    # ControllerConfig
+    unclean: bool = False  # enableElectUncleanMaster
+    # Model bounds and time scale
+    queues: int = 1
+    message_sizes: tuple[int, ...] = (1, 2)  # two sizes so boundary bugs are reachable
+    max_messages: int = 4  # sends attempted per run
+    batch_size: int = 2  # haTransferBatchSize, in model bytes: batches are not message-aligned
+    slave_timeout: int = 1  # slaveTimeout (GroupTransferService deadline)
+    heartbeat_timeout: int = 2  # controllerHeartBeatTimeoutMills
+    not_catchup_time: int = 3  # haMaxTimeSlaveNotCatchup
+    faults: FaultBudget = FaultBudget()
+    # Bug toggles (model/bugs.py). The default mirrors the snapshot, its known defects included;
+    # frozenset() is the intended baseline.
+    bugs: frozenset[str] = SNAPSHOT
+    # Epoch-file quirks Q1/Q2 (reference §1.3): True mirrors the snapshot, False the intent.
+    faithful_q1: bool = True
+    faithful_q2: bool = True
+
+    def has(self, bug: str) -> bool:
+        return bug in self.bugs
+
+    @property
+    def sync_flush(self) -> bool:
+        return self.flush == SYNC_FLUSH
+
+
+def validate(cfg: Config) -> Config:
+    """Reject configurations the model cannot run; raises ValueError naming the field."""
+    if not 1 <= cfg.brokers <= 5:
+        raise ValueError(f"brokers must be between 1 and 5, got {cfg.brokers}")
+    if cfg.flush not in FLUSH_MODES:
+        raise ValueError(f"flush must be one of {FLUSH_MODES}, got {cfg.flush!r}")
+    if cfg.in_sync_replicas < 0 or cfg.min_in_sync_replicas < 0:
+        raise ValueError("in_sync_replicas and min_in_sync_replicas must be >= 0")
+    if not cfg.message_sizes or any(s < 1 or s > 7 for s in cfg.message_sizes):
+        raise ValueError(f"message_sizes must be between 1 and 7, got {cfg.message_sizes}")
+    if cfg.queues < 1 or cfg.max_messages < 0 or cfg.batch_size < 1:
+        raise ValueError("queues and batch_size must be >= 1 and max_messages >= 0")
+    if min(cfg.slave_timeout, cfg.heartbeat_timeout, cfg.not_catchup_time) < 0:
+        raise ValueError("timeouts must be >= 0")
+    bad = [b for b in cfg.async_learners if not 1 <= b <= cfg.brokers]
+    if bad:
+        raise ValueError(f"async_learners names unknown brokers {sorted(bad)}")
+    if any(n < 0 for n in cfg.faults):
+        raise ValueError("fault budgets must be >= 0")
+    check_toggle_names(cfg.bugs)
+    return cfg

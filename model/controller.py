@@ -1,0 +1,373 @@
+"""Controller: replicated metadata of one broker set, its requests and its election policy.
+
+Mirrors `controller/.../impl/manager/ReplicasInfoManager.java`, `DefaultElectPolicy.java`
+and the heartbeat managers (reference §3). A request is computed against the state the
+leader has applied and returns (code, response, events); events change the state only when
+applied (`apply_event`, reference §3.2). The model serialises propose and apply (reference
+§3.7 allows either) except under the `controller_serves_before_apply` toggle, where a
+controller failover leaves the new leader one committed event behind.
+
+Liveness is data: a heartbeat table of `LiveInfo` and the logical clock, as the JRaft flavour
+evaluates it at the request's invokeTime.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+# ResponseCode (remoting/.../protocol/ResponseCode.java)
+SUCCESS = 0
+CONTROLLER_FENCED_MASTER_EPOCH = 2000
+CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH = 2001
+CONTROLLER_INVALID_MASTER = 2002
+CONTROLLER_INVALID_REPLICAS = 2003
+CONTROLLER_MASTER_NOT_AVAILABLE = 2004
+CONTROLLER_BROKER_NOT_ALIVE = 2006
+CONTROLLER_BROKER_METADATA_NOT_EXIST = 2008
+CONTROLLER_BROKER_NEED_TO_BE_REGISTERED = 2010
+CONTROLLER_MASTER_STILL_EXIST = 2011
+CONTROLLER_ELECT_MASTER_FAILED = 2012
+CONTROLLER_ALTER_SYNC_STATE_SET_FAILED = 2013
+CONTROLLER_BROKER_ID_INVALID = 2014
+
+INT_MAX = 2**31 - 1  # default brokerElectionPriority: Integer.MAX_VALUE (lower is preferred)
+ELECT_MASTER_MAX_RETRY = 3  # electMasterMaxRetryCount
+
+
+class SetState(NamedTuple):
+    """SyncStateInfo + BrokerReplicaInfo of the modelled broker set."""
+
+    exists: bool = False  # isContainsBroker: present in both tables
+    master: int | None = None
+    master_epoch: int = 0
+    sss: frozenset[int] = frozenset()
+    sss_epoch: int = 0
+    broker_ids: frozenset[int] = frozenset()  # brokerIdInfo keys
+    next_id: int = 1  # nextAssignBrokerId
+
+
+class LiveInfo(NamedTuple):
+    """BrokerLiveInfo as refreshed by heartbeats (reference §3.5)."""
+
+    last_update: int
+    epoch: int  # the broker's epoch-file lastEpoch, not the controller's epoch
+    max_offset: int
+    confirm_offset: int
+    priority: int = INT_MAX
+
+
+# --- events (impl/event) and their application (reference §3.2) -----------------------------
+
+
+class ElectMasterEvent(NamedTuple):
+    new_master: int | None  # None: ElectMasterEvent(false), no master elected
+
+
+class AlterSyncStateSetEvent(NamedTuple):
+    new_sss: frozenset[int]
+
+
+class ApplyBrokerIdEvent(NamedTuple):
+    broker_id: int
+
+
+Event = ElectMasterEvent | AlterSyncStateSetEvent | ApplyBrokerIdEvent
+
+
+def apply_event(s: SetState, ev: Event) -> SetState:
+    """`ReplicasInfoManager.applyEvent`."""
+    if isinstance(ev, ElectMasterEvent):
+        if not s.exists:
+            return s
+        if ev.new_master is None:
+            # handleElectMaster(false): masterless; the SyncStateSet and its epoch are kept.
+            return s._replace(master=None, master_epoch=s.master_epoch + 1)
+        return s._replace(
+            master=ev.new_master,
+            master_epoch=s.master_epoch + 1,
+            sss=frozenset((ev.new_master,)),
+            sss_epoch=s.sss_epoch + 1,
+        )
+    if isinstance(ev, AlterSyncStateSetEvent):
+        if not s.exists:
+            return s
+        return s._replace(sss=ev.new_sss, sss_epoch=s.sss_epoch + 1)
+    if isinstance(ev, ApplyBrokerIdEvent):
+        if not s.exists:
+            return SetState(exists=True, broker_ids=frozenset((ev.broker_id,)), next_id=2)
+        if ev.broker_id in s.broker_ids:
+            return s
+        # addBroker increments nextAssignBrokerId by one whatever the id was.
+        return s._replace(broker_ids=s.broker_ids | {ev.broker_id}, next_id=s.next_id + 1)
+    raise TypeError(f"unknown controller event {ev!r}")
+
+
+class Controller(NamedTuple):
+    applied: SetState = SetState()  # what the leader serves requests from
+    pending: tuple[Event, ...] = ()  # committed but not yet applied by the leader (A7 only)
+    live: tuple[LiveInfo | None, ...] = ()  # heartbeat table, index = broker id - 1
+    # Ghost history for the invariants: every (masterEpoch, master) a response handed out.
+    grants: tuple[tuple[int, int], ...] = ()
+    # The state before the last applied event and that event, kept only under A7 so a
+    # failover can leave the new leader one event behind.
+    before_last: SetState | None = None
+    last_event: Event | None = None
+
+
+def committed(c: Controller) -> SetState:
+    """The state every controller will eventually apply."""
+    s = c.applied
+    for ev in c.pending:
+        s = apply_event(s, ev)
+    return s
+
+
+def commit(c: Controller, events: tuple[Event, ...], keep_history: bool) -> Controller:
+    """Append a request's events to the replicated log. A leader that is up to date applies
+    them at once; one that lags (A7) applies them after the pending ones."""
+    if not events:
+        return c
+    if c.pending:
+        return c._replace(pending=c.pending + events)
+    applied = c.applied
+    before, last = c.before_last, c.last_event
+    for ev in events:
+        before, last = (applied, ev) if keep_history else (None, None)
+        applied = apply_event(applied, ev)
+    return c._replace(applied=applied, before_last=before, last_event=last)
+
+
+def apply_pending(c: Controller) -> Controller:
+    """The lagging leader's state machine applies one committed event."""
+    ev, rest = c.pending[0], c.pending[1:]
+    return c._replace(applied=apply_event(c.applied, ev), pending=rest, before_last=c.applied, last_event=ev)
+
+
+def failover_lagging(c: Controller) -> Controller:
+    """A new leader that has not applied the last committed event (A7 toggle only; with the
+    fix a new leader commits and applies a no-op before it serves anything)."""
+    if c.before_last is None or c.pending:
+        return c
+    return c._replace(applied=c.before_last, pending=(c.last_event,), before_last=None, last_event=None)
+
+
+# --- heartbeats and liveness (reference §3.5) ------------------------------------------------
+
+
+def on_broker_heartbeat(
+    c: Controller, broker: int, now: int, epoch: int, max_offset: int, confirm_offset: int
+) -> Controller:
+    """`DefaultBrokerHeartbeatManager.onBrokerHeartbeat`: the timestamp is always refreshed;
+    (epoch, maxOffset, confirmOffset) only if (epoch, maxOffset) grew, so a truncation does
+    not lower the controller's view while the entry lives."""
+    live = list(c.live)
+    old = live[broker - 1]
+    if old is None:
+        new = LiveInfo(now, epoch, max_offset, confirm_offset)
+    elif epoch > old.epoch or (epoch == old.epoch and max_offset > old.max_offset):
+        new = LiveInfo(now, epoch, max_offset, confirm_offset, old.priority)
+    else:
+        new = old._replace(last_update=now)
+    live[broker - 1] = new
+    return c._replace(live=tuple(live))
+
+
+def is_alive(c: Controller, broker: int, now: int, timeout: int) -> bool:
+    """`isBrokerActive`: lastUpdate + timeout >= now."""
+    info = c.live[broker - 1] if 0 < broker <= len(c.live) else None
+    return info is not None and info.last_update + timeout >= now
+
+
+def expire(c: Controller, broker: int) -> Controller:
+    """The scan removes an entry whose heartbeat timed out (DLedger flavour)."""
+    live = list(c.live)
+    live[broker - 1] = None
+    return c._replace(live=tuple(live))
+
+
+# --- broker id assignment (reference §3.7) ---------------------------------------------------
+
+
+def get_next_broker_id(s: SetState) -> int:
+    return s.next_id if s.exists else 1
+
+
+def apply_broker_id(s: SetState, broker_id: int) -> tuple[int, tuple[Event, ...]]:
+    """`applyBrokerId`: an unknown set accepts only id 1; a known one any unassigned id.
+    (The model has no check codes: every broker applies for its own id once.)"""
+    if not s.exists:
+        return (SUCCESS, (ApplyBrokerIdEvent(broker_id),)) if broker_id == 1 else (CONTROLLER_BROKER_ID_INVALID, ())
+    if broker_id not in s.broker_ids:
+        return SUCCESS, (ApplyBrokerIdEvent(broker_id),)
+    return CONTROLLER_BROKER_ID_INVALID, ()
+
+
+class RoleInfo(NamedTuple):
+    """The role part of a controller response (ElectMaster / RegisterBroker / GetReplicaInfo)."""
+
+    master: int | None
+    master_epoch: int
+    sss_epoch: int
+    sss: frozenset[int]
+
+
+def register_broker(
+    s: SetState, broker_id: int, alive: frozenset[int]
+) -> tuple[int, RoleInfo | None, frozenset[int], int]:
+    """`registerBroker`: reports the master (and epochs) only if it exists and is alive; the
+    body always carries (SyncStateSet, syncStateSetEpoch)."""
+    if not s.exists or broker_id not in s.broker_ids:
+        return CONTROLLER_BROKER_NEED_TO_BE_REGISTERED, None, frozenset(), 0
+    role = None
+    if s.master is not None and s.master in alive:
+        role = RoleInfo(s.master, s.master_epoch, s.sss_epoch, s.sss)
+    return SUCCESS, role, s.sss, s.sss_epoch
+
+
+def get_replica_info(s: SetState) -> tuple[int, RoleInfo | None]:
+    """`getReplicaInfo`: the master even if dead; no liveness filter."""
+    if not s.exists:
+        return CONTROLLER_BROKER_METADATA_NOT_EXIST, None
+    return SUCCESS, RoleInfo(s.master, s.master_epoch, s.sss_epoch, s.sss)
+
+
+# --- AlterSyncStateSet (reference §3.3) -------------------------------------------------------
+
+
+def alter_sync_state_set(
+    s: SetState, master_id: int, master_epoch: int, new_sss: frozenset[int], sss_epoch: int, alive: frozenset[int]
+) -> tuple[int, tuple[frozenset[int], int] | None, tuple[Event, ...]]:
+    """Pre-checks in the reference order; the first failure wins. Why each exists:
+    the epochs fence requests from a deposed master or built on an outdated set, the alive
+    check keeps dead replicas out, and the master must stay in its own set."""
+    if not s.exists:
+        return CONTROLLER_ALTER_SYNC_STATE_SET_FAILED, None, ()
+    if new_sss == s.sss:  # a no-op rejection, before the master and epoch checks
+        return CONTROLLER_ALTER_SYNC_STATE_SET_FAILED, None, ()
+    if s.master is None or s.master != master_id:
+        return CONTROLLER_INVALID_MASTER, None, ()
+    if master_epoch != s.master_epoch:
+        return CONTROLLER_FENCED_MASTER_EPOCH, None, ()
+    if sss_epoch != s.sss_epoch:
+        return CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH, None, ()
+    for replica in sorted(new_sss):  # HashSet order: ascending for small ids
+        if replica not in s.broker_ids:
+            return CONTROLLER_INVALID_REPLICAS, None, ()
+        if replica not in alive:
+            return CONTROLLER_BROKER_NOT_ALIVE, None, ()
+    if s.master not in new_sss:
+        return CONTROLLER_ALTER_SYNC_STATE_SET_FAILED, None, ()
+    return SUCCESS, (new_sss, s.sss_epoch + 1), (AlterSyncStateSetEvent(new_sss),)
+
+
+# --- ElectMaster and DefaultElectPolicy (reference §3.4, §3.5) --------------------------------
+
+
+def _java_int(x: int) -> int:
+    return ((x + 2**31) % 2**32) - 2**31
+
+
+def _compare(a: tuple[int, LiveInfo], b: tuple[int, LiveInfo]) -> int:
+    """DefaultElectPolicy's comparator, `(int)` casts included: epoch descending, then
+    maxOffset descending, then electionPriority ascending."""
+    (_, x), (_, y) = a, b
+    if x.epoch != y.epoch:
+        return _java_int(y.epoch - x.epoch)
+    if x.max_offset != y.max_offset:
+        return _java_int(y.max_offset - x.max_offset)
+    return _java_int(x.priority - y.priority)
+
+
+def _tree_set_first(items: list[tuple[int, LiveInfo]]) -> int:
+    """First element of a TreeSet filled in HashSet order (ascending small ids). Elements that
+    compare equal are de-duplicated, keeping the first inserted, so exact ties go to the
+    smallest broker id."""
+    ordered: list[tuple[int, LiveInfo]] = []
+    for item in items:
+        pos = len(ordered)
+        for i, other in enumerate(ordered):
+            cmp = _compare(item, other)
+            if cmp == 0:
+                pos = -1
+                break
+            if cmp < 0:
+                pos = i
+                break
+        if pos >= 0:
+            ordered.insert(pos, item)
+    return ordered[0][0]
+
+
+def try_elect(
+    brokers: frozenset[int],
+    old_master: int | None,
+    prefer: int | None,
+    valid: frozenset[int],
+    live: tuple[LiveInfo | None, ...],
+    order_by_live_info: bool = True,
+) -> int | None:
+    """`DefaultElectPolicy.tryElect`: alive candidates only; the old master wins if valid and
+    not overridden; an admin preference is taken or nothing; then the best by heartbeat data."""
+    candidates = frozenset(b for b in brokers if b in valid)
+    if not candidates:
+        return None
+    if old_master in candidates and (prefer is None or prefer == old_master):
+        return old_master
+    if prefer is not None:
+        return prefer if prefer in candidates else None
+    if order_by_live_info:
+        return _tree_set_first([(b, live[b - 1]) for b in sorted(candidates)])
+    return min(candidates)  # HashSet iteration order for small ids
+
+
+def elect_policy(
+    sss: frozenset[int],
+    all_brokers: frozenset[int] | None,
+    old_master: int | None,
+    prefer: int | None,
+    valid: frozenset[int],
+    live: tuple[LiveInfo | None, ...],
+    order_by_live_info: bool = True,
+) -> int | None:
+    """`DefaultElectPolicy.elect`: the SyncStateSet first, then (unclean) every replica."""
+    new = try_elect(sss, old_master, prefer, valid, live, order_by_live_info)
+    if new is None and all_brokers is not None:
+        new = try_elect(all_brokers, old_master, prefer, valid, live, order_by_live_info)
+    return new
+
+
+NO_BROKER = -1  # ofControllerTrigger: brokerId = -1
+
+
+def elect_master(
+    s: SetState,
+    broker_id: int,
+    designate: bool,
+    unclean: bool,
+    valid: frozenset[int],
+    live: tuple[LiveInfo | None, ...],
+    order_by_live_info: bool = True,
+) -> tuple[int, RoleInfo | None, tuple[Event, ...]]:
+    """`ReplicasInfoManager.electMaster`.
+
+    broker_id is the requesting broker (ofBrokerTrigger), the designated broker (ofAdminTrigger,
+    designate=True) or NO_BROKER (ofControllerTrigger). A failed election triggered by the
+    controller still bumps masterEpoch (masterless state); one triggered by a broker does not.
+    """
+    if not s.exists:
+        return CONTROLLER_BROKER_NEED_TO_BE_REGISTERED, None, ()
+    old = s.master
+    new: int | None = None
+    if s.master_epoch == 0:
+        # First election: the requester wins, with no liveness, SSS or registration check.
+        new = broker_id
+    if new is None or new == NO_BROKER:
+        prefer = broker_id if designate else None
+        new = elect_policy(s.sss, s.broker_ids if unclean else None, old, prefer, valid, live, order_by_live_info)
+    if new is not None and new == old:
+        return CONTROLLER_MASTER_STILL_EXIST, RoleInfo(old, s.master_epoch, s.sss_epoch, s.sss), ()
+    if new is not None:
+        return SUCCESS, RoleInfo(new, s.master_epoch + 1, s.sss_epoch + 1, frozenset((new,))), (ElectMasterEvent(new),)
+    if broker_id == NO_BROKER:
+        return CONTROLLER_MASTER_NOT_AVAILABLE, None, (ElectMasterEvent(None),)
+    return CONTROLLER_ELECT_MASTER_FAILED, None, ()

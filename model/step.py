@@ -1,0 +1,863 @@
+"""The one pure transition function: `step(state, action, cfg) -> state`.
+
+An action is a tuple `(kind, *args)`; `ACTIONS` names each kind's arguments and the rule that
+runs it. A rule returns the next state or None when the action is not enabled there;
+`step` turns None into `NotEnabled`. `candidates` lists actions whose cheap preconditions
+hold (a superset of the enabled ones), `enabled` filters them exactly.
+
+Rules are grouped as the RocketMQ code is: client, broker services, HA, ReplicasManager,
+controller, time, faults. Faults consume the configuration's budget; healing (restart, heal,
+connection timeouts, ticks) never does.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from . import commitlog as cl
+from . import controller as ctl
+from . import epochfile as ef
+from . import ha
+from .broker import (
+    MASTER,
+    NONE,
+    READY,
+    SLAVE,
+    TRANSFER,
+    Broker,
+    Client,
+    PendingPut,
+    change_sync_state_set,
+    check_sync_state_set,
+    dispatch_behind,
+    dispatch_step,
+    get_confirm_offset,
+    in_sync_replicas_nums,
+    max_phy,
+    new_broker,
+    recover,
+    recover_topic_queue_table,
+    remove_connection,
+    store_change_to_master,
+    append_epoch,
+    truncate_invalid_msg,
+)
+from .config import NO_FAULTS, Config, validate
+from .world import (
+    FLUSH_SLAVE_TIMEOUT,
+    IN_SYNC_REPLICAS_NOT_ENOUGH,
+    NO_RESPONSE,
+    PENDING,
+    PUT_OK,
+    ReadRecord,
+    SendRecord,
+    State,
+    reachable,
+    reaches_controller,
+)
+
+Action = tuple
+
+
+class NotEnabled(Exception):
+    """The action cannot happen in this state."""
+
+
+def _use(s: State, fault: str) -> State:
+    return s._replace(used=s.used._replace(**{fault: getattr(s.used, fault) + 1}))
+
+
+def _budget_left(s: State, cfg: Config, fault: str) -> bool:
+    return getattr(s.used, fault) < getattr(cfg.faults, fault)
+
+
+def _periodic(s: State, task: str) -> State | None:
+    """Mark a periodic task (period about one tick) as run in this tick; None if it already ran."""
+    return None if task in s.ran else s._replace(ran=s.ran | {task})
+
+
+# --- shared helpers --------------------------------------------------------------------------
+
+
+def alive_set(s: State, cfg: Config) -> frozenset[int]:
+    """The controller's view of live brokers (`BrokerValidPredicate`)."""
+    return frozenset(b.id for b in s.brokers if ctl.is_alive(s.ctrl, b.id, s.now, cfg.heartbeat_timeout))
+
+
+def controller_serving(s: State, cfg: Config) -> bool:
+    """A leader serves requests only after applying what is committed (6645d0a42b)."""
+    return not s.ctrl.pending or cfg.has("controller_serves_before_apply")
+
+
+def close_connection(s: State, slave: int, cfg: Config) -> State:
+    """Both ends of a slave's HA connection close: the client goes READY (`closeMaster`), the
+    master runs `removeConnection`, which proposes dropping a SyncStateSet member."""
+    sb = s.broker(slave)
+    master = sb.client.master
+    s = s.with_broker(sb._replace(client=ha.fresh_client(sb.client)))
+    if master is not None and s.broker(master).up:
+        s = s.with_broker(remove_connection(s.broker(master), slave, cfg))
+    return s
+
+
+def destroy_connections(s: State, b_id: int, cfg: Config) -> State:
+    """`destroyConnections`: every slave connected to this broker is disconnected."""
+    for c in s.broker(b_id).conns:
+        s = close_connection(s, c.slave, cfg)
+    return s
+
+
+def _heartbeat(s: State, b: Broker, cfg: Config) -> State:
+    """`sendHeartbeatToController`: (epoch-file lastEpoch, maxPhyOffset, confirmOffset). An entry
+    that timed out was removed by the controller's scan, so it is created afresh."""
+    ctrl = s.ctrl
+    if not ctl.is_alive(ctrl, b.id, s.now, cfg.heartbeat_timeout):
+        ctrl = ctl.expire(ctrl, b.id)
+    ctrl = ctl.on_broker_heartbeat(ctrl, b.id, s.now, ef.last_epoch(b.epochs), max_phy(b), get_confirm_offset(b, cfg))
+    return s._replace(ctrl=ctrl)
+
+
+def _commit(s: State, events: tuple, cfg: Config, grant: ctl.RoleInfo | None = None) -> State:
+    ctrl = ctl.commit(s.ctrl, events, keep_history=cfg.has("controller_serves_before_apply"))
+    if grant is not None:
+        ctrl = ctrl._replace(grants=ctrl.grants + ((grant.master_epoch, grant.master),))
+    return s._replace(ctrl=ctrl)
+
+
+# --- ReplicasManager role changes (§2.7) -----------------------------------------------------
+
+
+def change_to_master(s: State, b_id: int, epoch: int, sss_epoch: int, sss: frozenset[int], cfg: Config) -> State:
+    """`ReplicasManager.changeToMaster`: adopt the controller's SyncStateSet, then the store's
+    `changeToMaster`: destroy connections, stop the HA client, cut a torn tail, record the
+    epoch, and wait for dispatch (the `promoting` phase, finished by `finish_promotion`)."""
+    b = s.broker(b_id)
+    if epoch <= b.master_epoch:
+        return s
+    b = b._replace(master_epoch=epoch)
+    if b.master_id == b.id and b.role == MASTER:
+        # Already master: changeToMasterWhenLastRoleIsMaster keeps the connections (HA2).
+        b = change_sync_state_set(b, sss, sss_epoch, cfg)
+        if epoch >= ef.last_epoch(b.epochs):
+            b = append_epoch(b, epoch, cfg)
+        return s.with_broker(b)
+    if cfg.has("on_become_master_sss_self_only"):
+        sss = frozenset((b.id,))  # #6342: the controller's set is ignored
+    b = change_sync_state_set(b, sss, sss_epoch, cfg)
+    if epoch < ef.last_epoch(b.epochs):
+        # The store refuses; ReplicasManager ignores that and flips the role anyway (§7.9).
+        return s.with_broker(b._replace(role=MASTER, master_id=b.id))
+    s = destroy_connections(s.with_broker(b), b_id, cfg)
+    if s.broker(b_id).client.master is not None:
+        s = close_connection(s, b_id, cfg)  # haClient.shutdown()
+    b = s.broker(b_id)
+    b = store_change_to_master(b, epoch, s.msgs, cfg)
+    return s.with_broker(b._replace(promoting=epoch))
+
+
+def change_to_slave(s: State, b_id: int, master: int, epoch: int, cfg: Config) -> State:
+    """`ReplicasManager.changeToSlave`: with a new master, the store destroys connections and
+    reopens the HA client (currentReceivedEpoch back to -1); truncation happens later in the
+    client's READY and HANDSHAKE states. The SyncStateSet is left as it was."""
+    b = s.broker(b_id)
+    if epoch <= b.master_epoch:
+        return s
+    b = b._replace(master_epoch=epoch)
+    if master == b.master_id:
+        return s.with_broker(b)  # changeToSlaveWhenMasterNotChange: only the version changes
+    b = b._replace(role=SLAVE, master_id=master)
+    if epoch < ef.last_epoch(b.epochs):
+        return s.with_broker(b)  # store refused; the role flipped anyway (§7.9)
+    s = destroy_connections(s.with_broker(b), b_id, cfg)
+    if s.broker(b_id).client.master is not None:
+        s = close_connection(s, b_id, cfg)
+    b = s.broker(b_id)
+    return s.with_broker(b._replace(client=Client()))  # reOpen
+
+
+def adopt_role(s: State, b_id: int, role: ctl.RoleInfo, cfg: Config) -> State:
+    """`changeBrokerRole`: act on a controller answer naming a master."""
+    if role.master == b_id:
+        return change_to_master(s, b_id, role.master_epoch, role.sss_epoch, role.sss, cfg)
+    return change_to_slave(s, b_id, role.master, role.master_epoch, cfg)
+
+
+def broker_elect(s: State, b_id: int, lost: bool, cfg: Config) -> tuple[State, bool]:
+    """`ReplicasManager.brokerElect`: ask the controller to elect this broker (the policy may
+    pick another); adopt the answer. Returns (state, a master is now known)."""
+    code, role, events = ctl.elect_master(
+        s.ctrl.applied,
+        b_id,
+        False,
+        cfg.unclean,
+        alive_set(s, cfg),
+        s.ctrl.live,
+        not cfg.has("elect_ignores_epoch_and_offset"),
+    )
+    s = _commit(s, events, cfg, role if code == ctl.SUCCESS else None)
+    if lost or role is None or role.master is None:
+        return s, False
+    return adopt_role(s, b_id, role, cfg), True
+
+
+# --- client ----------------------------------------------------------------------------------
+
+
+def rule_send(s: State, cfg: Config, b_id: int, queue: int, size: int) -> State | None:
+    """`CommitLog.asyncPutMessage` in controller mode (§2.8): refuse when the SyncStateSet is
+    smaller than minInSyncReplicas (nothing written), else append, then ack at once when one
+    replica suffices or wait in GroupTransferService."""
+    b = s.broker(b_id)
+    if (
+        not b.up
+        or not b.running
+        or b.role != MASTER
+        or b.promoting
+        or len(s.sends) >= cfg.max_messages
+        or not 0 <= queue < cfg.queues
+        or size not in cfg.message_sizes
+    ):
+        return None
+    if in_sync_replicas_nums(b, cfg) < cfg.min_in_sync_replicas:
+        return s._replace(sends=s.sends + (SendRecord(None, b_id, IN_SYNC_REPLICAS_NOT_ENOUGH),))
+    msg = cl.Message(len(s.msgs) + 1, size, queue, b.queue_table[queue], max_phy(b), ef.last_epoch(b.epochs), b_id)
+    table = b.queue_table[:queue] + (b.queue_table[queue] + 1,) + b.queue_table[queue + 1 :]
+    b = b._replace(log=cl.append(b.log, msg.cells(), cfg.sync_flush), queue_table=table)
+    need_ack = -1 if cfg.all_ack else cfg.in_sync_replicas
+    if need_ack in (0, 1):
+        status = PUT_OK
+    else:
+        status = PENDING
+        b = b._replace(puts=b.puts + (PendingPut(msg.id, msg.end, s.now + cfg.slave_timeout, need_ack),))
+    return s.with_broker(b)._replace(msgs=s.msgs + (msg,), sends=s.sends + (SendRecord(msg.id, b_id, status),))
+
+
+def rule_consume(s: State, cfg: Config, b_id: int, queue: int) -> State | None:
+    """A consumer pulls the next message of a queue from the master at its committed offset
+    and commits the next offset there."""
+    b = s.broker(b_id)
+    if not b.up or not b.running or b.role != MASTER or not 0 <= queue < cfg.queues:
+        return None
+    pos = b.consumer_offsets[queue]
+    if pos >= len(b.cq[queue]):
+        return None
+    offsets = b.consumer_offsets[:queue] + (pos + 1,) + b.consumer_offsets[queue + 1 :]
+    s = s.with_broker(b._replace(consumer_offsets=offsets))
+    return s._replace(reads=s.reads + (ReadRecord(queue, pos, b.cq[queue][pos], b_id),))
+
+
+def _set_status(s: State, msg: int, status: str) -> State:
+    sends = tuple(r._replace(status=status) if r.msg == msg else r for r in s.sends)
+    return s._replace(sends=sends)
+
+
+def _pending(b: Broker, msg: int) -> PendingPut | None:
+    for p in b.puts:
+        if p.msg == msg:
+            return p
+    return None
+
+
+def rule_put_complete(s: State, cfg: Config, b_id: int, msg: int) -> State | None:
+    """GroupTransferService: enough replicas acked the request's nextOffset before its deadline
+    (doWaitTransfer stops evaluating at the deadline) -> PUT_OK."""
+    b = s.broker(b_id)
+    p = _pending(b, msg) if b.up else None
+    if p is None or s.now >= p.deadline or not ha.transfer_ok(b, p.next_offset, p.need_ack, cfg):
+        return None
+    s = s.with_broker(b._replace(puts=tuple(x for x in b.puts if x.msg != msg)))
+    return _set_status(s, msg, PUT_OK)
+
+
+def rule_put_timeout(s: State, cfg: Config, b_id: int, msg: int) -> State | None:
+    """The deadline (slaveTimeout) passed without enough acks -> FLUSH_SLAVE_TIMEOUT; the
+    message stays in the master's log (no rollback)."""
+    b = s.broker(b_id)
+    p = _pending(b, msg) if b.up else None
+    if p is None or s.now < p.deadline or ha.transfer_ok(b, p.next_offset, p.need_ack, cfg):
+        return None
+    s = s.with_broker(b._replace(puts=tuple(x for x in b.puts if x.msg != msg)))
+    return _set_status(s, msg, FLUSH_SLAVE_TIMEOUT)
+
+
+# --- broker services -------------------------------------------------------------------------
+
+
+def rule_dispatch(s: State, cfg: Config, b_id: int) -> State | None:
+    """ReputMessageService: expose one more message to consumers (up to confirmOffset)."""
+    b = s.broker(b_id)
+    if not b.up:
+        return None
+    nb = dispatch_step(b, s.msgs, cfg)
+    return None if nb is None else s.with_broker(nb)
+
+
+def rule_flush(s: State, cfg: Config, b_id: int) -> State | None:
+    """FlushRealTimeService (ASYNC_FLUSH): the page cache reaches the disk."""
+    b = s.broker(b_id)
+    if not b.up or b.log.flushed >= max_phy(b):
+        return None
+    return s.with_broker(b._replace(log=cl.flush(b.log)))
+
+
+# --- HA (§2.3-2.4) ---------------------------------------------------------------------------
+
+
+def rule_ha_connect(s: State, cfg: Config, slave: int) -> State | None:
+    """AutoSwitchHAClient READY then HANDSHAKE: cut a torn tail if dispatch is behind, connect
+    to the known master, exchange handshakes and truncate (`doTruncate`)."""
+    b = s.broker(slave)
+    m_id = b.master_id
+    if (
+        not b.up
+        or b.role != SLAVE
+        or b.promoting
+        or b.client.state != READY
+        or m_id is None
+        or m_id == slave
+        or not s.broker(m_id).up
+        or not reachable(s, slave, m_id)
+    ):
+        return None
+    b, cut = truncate_invalid_msg(b, s.msgs, cfg)
+    if cut >= 0:
+        b = b._replace(epochs=ef.truncate_suffix_by_offset(b.epochs, cut, cfg.faithful_q1, cfg.faithful_q2))
+    m = s.broker(m_id)
+    result = ha.handshake(m, b, s.msgs, cfg)
+    if result is None:
+        # "Failed to find a consistent point" / unaligned cut: both ends close, retry later.
+        s = s.with_broker(b._replace(client=ha.fresh_client(b.client)))
+        return s.with_broker(remove_connection(m, slave, cfg)) if slave in m.sss else s
+    m, b = result
+    return s.with_broker(m).with_broker(b)
+
+
+def _connected_master(s: State, slave: int) -> Broker | None:
+    b = s.broker(slave)
+    m_id = b.client.master
+    if not b.up or b.client.state != TRANSFER or m_id is None:
+        return None
+    m = s.broker(m_id)
+    if not m.up or not reachable(s, slave, m_id):
+        return None
+    return m
+
+
+def rule_ha_transfer(s: State, cfg: Config, slave: int) -> State | None:
+    """One master write (a data batch, or a heartbeat when there is nothing to send) and the
+    slave's processing of it."""
+    m = _connected_master(s, slave)
+    if m is None:
+        return None
+    sent = ha.master_send(m, slave, s.now, cfg)
+    if sent is None:
+        return None
+    m, packet = sent
+    s = s.with_broker(m)
+    if packet is None:
+        return close_connection(s, slave, cfg)
+    b = ha.slave_receive(s.broker(slave), packet, cfg)
+    if b is None:
+        return close_connection(s, slave, cfg)
+    return s.with_broker(b)
+
+
+def rule_ha_slave_ack(s: State, cfg: Config, slave: int) -> State | None:
+    """The slave's periodic ack in TRANSFER: re-send currentReportedOffset."""
+    b = s.broker(slave)
+    if not b.up or b.client.state != TRANSFER or b.client.ack is not None:
+        return None
+    return s.with_broker(b._replace(client=b.client._replace(ack=b.client.reported)))
+
+
+def rule_ha_read_ack(s: State, cfg: Config, slave: int) -> State | None:
+    """The master reads the slave's ack: slaveAckOffset, expand check, confirmOffset."""
+    m = _connected_master(s, slave)
+    b = s.broker(slave)
+    if m is None or b.client.ack is None:
+        return None
+    m = ha.master_read_ack(m, slave, b.client.ack, s.now, cfg)
+    return s.with_broker(m).with_broker(b._replace(client=b.client._replace(ack=None)))
+
+
+def rule_ha_timeout(s: State, cfg: Config, slave: int) -> State | None:
+    """haHousekeepingInterval: a connection that crosses the partition is found dead."""
+    b = s.broker(slave)
+    m_id = b.client.master
+    if not b.up or m_id is None or reachable(s, slave, m_id):
+        return None
+    return close_connection(s, slave, cfg)
+
+
+# --- ReplicasManager / controller RPCs (§2.6, §3.6) -------------------------------------------
+
+
+def rule_check_sss(s: State, cfg: Config, b_id: int) -> State | None:
+    """checkSyncStateSetAndDoReport (every checkSyncStateSetPeriod on the master)."""
+    b = s.broker(b_id)
+    if not b.up or not b.running or b.role != MASTER or b.promoting:
+        return None
+    nb = check_sync_state_set(b, s.now, cfg)
+    s = _periodic(s, f"check_sss:{b_id}") if nb != b else None
+    return None if s is None else s.with_broker(nb)
+
+
+def rule_alter_sss(s: State, cfg: Config, b_id: int, lost: int) -> State | None:
+    """doReportSyncStateSetChanged: send the oldest queued proposal with the masterEpoch and
+    syncStateSetEpoch it was computed under (the snapshot reads the current ones:
+    `alter_uses_epochs_at_send`); adopt the answer. `lost`: the controller applied it but the
+    response never arrived (a fault)."""
+    b = s.broker(b_id)
+    if (
+        not b.up
+        or not b.alters
+        or b.promoting
+        or not reaches_controller(s, b_id)
+        or not controller_serving(s, cfg)
+        or (lost and not _budget_left(s, cfg, "lost_responses"))
+    ):
+        return None
+    proposal, master_epoch, sss_epoch = b.alters[0]
+    if cfg.has("alter_uses_epochs_at_send"):
+        master_epoch, sss_epoch = b.master_epoch, b.sss_epoch
+    code, body, events = ctl.alter_sync_state_set(
+        s.ctrl.applied, b_id, master_epoch, proposal, sss_epoch, alive_set(s, cfg)
+    )
+    b = b._replace(alters=b.alters[1:])
+    if code == ctl.SUCCESS and not lost:
+        b = change_sync_state_set(b, body[0], body[1], cfg)
+    s = _commit(s.with_broker(b), events, cfg)
+    return _use(s, "lost_responses") if lost else s
+
+
+def rule_alter_sss_fail(s: State, cfg: Config, b_id: int) -> State | None:
+    """The AlterSyncStateSet RPC fails: the controller is unreachable. The synchronizing flag
+    stays set until a later confirmed set (§7.16)."""
+    b = s.broker(b_id)
+    if not b.up or not b.alters or b.promoting or reaches_controller(s, b_id):
+        return None
+    return s.with_broker(b._replace(alters=b.alters[1:]))
+
+
+def rule_sync_replica_info(s: State, cfg: Config, b_id: int, lost: int) -> State | None:
+    """schedulingSyncBrokerMetadata (every syncBrokerMetadataPeriod): getReplicaInfo. A newer
+    masterEpoch changes the role, or, when the set is masterless, triggers brokerElect; at the
+    same epoch a master adopts a newer SyncStateSet. `lost` applies to the brokerElect."""
+    b = s.broker(b_id)
+    if not b.up or not b.running or b.promoting or not reaches_controller(s, b_id) or not controller_serving(s, cfg):
+        return None
+    s = _periodic(s, f"sync:{b_id}")
+    if s is None:
+        return None
+    _, role = ctl.get_replica_info(s.ctrl.applied)
+    if role.master_epoch > b.master_epoch:
+        if role.master is not None:
+            if lost:
+                return None
+            ns = adopt_role(s, b_id, role, cfg)
+        else:
+            if lost and not _budget_left(s, cfg, "lost_responses"):
+                return None
+            ns, _ = broker_elect(s, b_id, bool(lost), cfg)
+            ns = _use(ns, "lost_responses") if lost else ns
+    elif role.master_epoch == b.master_epoch and b.role == MASTER and not lost:
+        ns = s.with_broker(change_sync_state_set(b, role.sss, role.sss_epoch, cfg))
+    else:
+        return None
+    return None if ns == s else ns
+
+
+def rule_register(s: State, cfg: Config, b_id: int, lost: int) -> State | None:
+    """ReplicasManager.startBasicService after a (re)start: registerBrokerToController (adopt a
+    live master, if any), heartbeat, else brokerElect; RUNNING once a master is known."""
+    b = s.broker(b_id)
+    if (
+        not b.up
+        or b.running
+        or b.promoting
+        or not reaches_controller(s, b_id)
+        or not controller_serving(s, cfg)
+        or (lost and not _budget_left(s, cfg, "lost_responses"))
+    ):
+        return None
+    code, role, _, _ = ctl.register_broker(s.ctrl.applied, b_id, alive_set(s, cfg))
+    if code != ctl.SUCCESS:
+        return None
+    if role is not None:
+        if lost:
+            return None
+        s = adopt_role(s, b_id, role, cfg)
+        if s.broker(b_id).promoting:
+            return s  # heartbeat and RUNNING follow once the promotion finishes
+    s = _heartbeat(s, s.broker(b_id), cfg)
+    if s.broker(b_id).master_id is None:
+        s, known = broker_elect(s, b_id, bool(lost), cfg)
+        if lost:
+            s = _use(s, "lost_responses")
+        if not known or s.broker(b_id).promoting:
+            return s
+    return s.with_broker(s.broker(b_id)._replace(running=True))
+
+
+def rule_finish_promotion(s: State, cfg: Config, b_id: int) -> State | None:
+    """The end of changeToMaster once dispatch caught up (§2.7.1 steps 7-9 and ReplicasManager
+    steps 4-7): recover the queue table, become SYNC_MASTER; at start-up, heartbeat and RUNNING."""
+    b = s.broker(b_id)
+    if not b.up or not b.promoting or dispatch_behind(b, cfg) > 0:
+        return None
+    b = recover_topic_queue_table(b, s.msgs, cfg)._replace(role=MASTER, master_id=b_id, promoting=0)
+    s = s.with_broker(b)
+    if not b.running:
+        s = _heartbeat(s, b, cfg).with_broker(b._replace(running=True))
+    return s
+
+
+def rule_heartbeat(s: State, cfg: Config, b_id: int) -> State | None:
+    """sendHeartbeatToController (every brokerHeartbeatInterval)."""
+    b = s.broker(b_id)
+    if not b.up or not b.running or not reaches_controller(s, b_id):
+        return None
+    ns = _heartbeat(s, b, cfg)
+    return None if ns.ctrl == s.ctrl else ns
+
+
+def rule_sync_consumer_offsets(s: State, cfg: Config, b_id: int) -> State | None:
+    """SlaveSynchronize.syncConsumerOffset: a slave overwrites its table with the master's."""
+    b = s.broker(b_id)
+    m_id = b.master_id
+    if not b.up or b.role != SLAVE or m_id is None or m_id == b_id or not reachable(s, b_id, m_id):
+        return None
+    m = s.broker(m_id)
+    if not m.up or m.consumer_offsets == b.consumer_offsets:
+        return None
+    return s.with_broker(b._replace(consumer_offsets=m.consumer_offsets))
+
+
+# --- controller (§3.4-3.6) -------------------------------------------------------------------
+
+
+def rule_controller_elect(s: State, cfg: Config) -> State | None:
+    """scanInactiveMasterAndTriggerReelect / onBrokerInactive: the master is not alive and some
+    broker is, so triggerElectMaster runs up to electMasterMaxRetryCount attempts; each failed
+    one applies ElectMasterEvent(false) and bumps masterEpoch (§7.10)."""
+    applied = s.ctrl.applied
+    alive = alive_set(s, cfg)
+    if not controller_serving(s, cfg) or applied.master is None or applied.master in alive or not alive:
+        return None
+    s = _periodic(s, "controller_scan")
+    if s is None:
+        return None
+    for _ in range(ctl.ELECT_MASTER_MAX_RETRY):
+        code, role, events = ctl.elect_master(
+            s.ctrl.applied,
+            ctl.NO_BROKER,
+            False,
+            cfg.unclean,
+            alive,
+            s.ctrl.live,
+            not cfg.has("elect_ignores_epoch_and_offset"),
+        )
+        s = _commit(s, events, cfg, role if code == ctl.SUCCESS else None)
+        if code == ctl.SUCCESS:
+            break
+    return s
+
+
+def rule_controller_apply(s: State, cfg: Config) -> State | None:
+    """A lagging controller leader applies one committed event (A7 toggle only)."""
+    if not s.ctrl.pending:
+        return None
+    return s._replace(ctrl=ctl.apply_pending(s.ctrl))
+
+
+# --- time ------------------------------------------------------------------------------------
+
+
+def rule_tick(s: State, cfg: Config) -> State | None:
+    """The logical clock advances one tick (about five seconds)."""
+    return s._replace(now=s.now + 1, ran=frozenset())
+
+
+# --- faults (bounded) and healing (unbounded) -------------------------------------------------
+
+
+def rule_crash(s: State, cfg: Config, b_id: int, keep: int) -> State | None:
+    """Kill -9 plus page-cache loss: the unflushed tail is lost except `keep` bytes the OS had
+    written back (which may tear a message). Peers see the connections reset."""
+    b = s.broker(b_id)
+    if not b.up or not _budget_left(s, cfg, "crashes") or not 0 <= keep <= max_phy(b) - b.log.flushed:
+        return None
+    for c in b.conns:
+        s = close_connection(s, c.slave, cfg)
+    if b.client.master is not None:
+        s = close_connection(s, b_id, cfg)
+    b = s.broker(b_id)
+    for p in b.puts:
+        s = _set_status(s, p.msg, NO_RESPONSE)
+    down = new_broker(b_id, cfg.queues)._replace(
+        up=False,
+        running=False,
+        role=NONE,
+        log=cl.crash(b.log, keep),
+        epochs=b.epochs,
+        confirm=b.confirm,
+        reput=b.reput,
+        cq=b.cq,
+        consumer_offsets=b.consumer_offsets,
+        was_master=b.role == MASTER,
+    )
+    return _use(s.with_broker(down), "crashes")
+
+
+def rule_restart(s: State, cfg: Config, b_id: int) -> State | None:
+    """Process start: store recovery (§2.5 clamp, §2.10), fenced until the controller answers."""
+    b = s.broker(b_id)
+    if b.up:
+        return None
+    return s.with_broker(recover(b, s.msgs, cfg))
+
+
+def rule_conn_reset(s: State, cfg: Config, slave: int) -> State | None:
+    """An HA TCP connection is reset (the next connection starts with ack -1)."""
+    if _connected_master(s, slave) is None or not _budget_left(s, cfg, "connection_resets"):
+        return None
+    return _use(close_connection(s, slave, cfg), "connection_resets")
+
+
+def rule_partition(s: State, cfg: Config, mask: int) -> State | None:
+    """The brokers in `mask` are cut off from the controller and from the other brokers."""
+    group = frozenset(i + 1 for i in range(cfg.brokers) if mask >> i & 1)
+    if s.cut or not group or mask >> cfg.brokers or not _budget_left(s, cfg, "partitions"):
+        return None
+    return _use(s._replace(cut=group), "partitions")
+
+
+def rule_heal(s: State, cfg: Config) -> State | None:
+    return s._replace(cut=frozenset()) if s.cut else None
+
+
+def rule_hb_timeout(s: State, cfg: Config, b_id: int) -> State | None:
+    """The controller expires a broker that is in fact alive (lost heartbeats, a long GC)."""
+    if not ctl.is_alive(s.ctrl, b_id, s.now, cfg.heartbeat_timeout) or not _budget_left(s, cfg, "heartbeat_timeouts"):
+        return None
+    return _use(s._replace(ctrl=ctl.expire(s.ctrl, b_id)), "heartbeat_timeouts")
+
+
+def rule_admin_elect(s: State, cfg: Config, b_id: int) -> State | None:
+    """mqadmin electMaster designating a broker (ofAdminTrigger). Designating the live current
+    master answers MASTER_STILL_EXIST and changes nothing, so only switchovers are enabled."""
+    if not controller_serving(s, cfg) or not _budget_left(s, cfg, "admin_elections"):
+        return None
+    code, role, events = ctl.elect_master(
+        s.ctrl.applied,
+        b_id,
+        True,
+        cfg.unclean,
+        alive_set(s, cfg),
+        s.ctrl.live,
+        not cfg.has("elect_ignores_epoch_and_offset"),
+    )
+    if code != ctl.SUCCESS:
+        return None
+    return _use(_commit(s, events, cfg, role), "admin_elections")
+
+
+def rule_lose_epoch_file(s: State, cfg: Config, b_id: int) -> State | None:
+    """epochFileCheckpoint and its .bak are deleted while the broker is down."""
+    b = s.broker(b_id)
+    if b.up or not b.epochs.disk or not _budget_left(s, cfg, "epoch_file_losses"):
+        return None
+    return _use(s.with_broker(b._replace(epochs=ef.lose_file(b.epochs))), "epoch_file_losses")
+
+
+def rule_controller_failover(s: State, cfg: Config) -> State | None:
+    """A controller leader change. With the read barrier (6645d0a42b) it is invisible; under
+    the controller_serves_before_apply toggle the new leader lags one committed event."""
+    if (
+        not cfg.has("controller_serves_before_apply")
+        or not _budget_left(s, cfg, "controller_failovers")
+        or s.ctrl.before_last is None
+        or s.ctrl.pending
+    ):
+        return None
+    return _use(s._replace(ctrl=ctl.failover_lagging(s.ctrl)), "controller_failovers")
+
+
+# --- the action table --------------------------------------------------------------------------
+
+
+class ActionKind(NamedTuple):
+    args: tuple[str, ...]
+    rule: Callable[..., State | None]
+    fault: str | None = None  # budget consumed; None for protocol steps and healing
+
+
+ACTIONS: dict[str, ActionKind] = {
+    "send": ActionKind(("broker", "queue", "size"), rule_send),
+    "consume": ActionKind(("broker", "queue"), rule_consume),
+    "put_complete": ActionKind(("broker", "msg"), rule_put_complete),
+    "put_timeout": ActionKind(("broker", "msg"), rule_put_timeout),
+    "dispatch": ActionKind(("broker",), rule_dispatch),
+    "flush": ActionKind(("broker",), rule_flush),
+    "ha_connect": ActionKind(("slave",), rule_ha_connect),
+    "ha_transfer": ActionKind(("slave",), rule_ha_transfer),
+    "ha_slave_ack": ActionKind(("slave",), rule_ha_slave_ack),
+    "ha_read_ack": ActionKind(("slave",), rule_ha_read_ack),
+    "ha_timeout": ActionKind(("slave",), rule_ha_timeout),
+    "check_sss": ActionKind(("broker",), rule_check_sss),
+    "alter_sss": ActionKind(("broker", "lost"), rule_alter_sss),
+    "alter_sss_fail": ActionKind(("broker",), rule_alter_sss_fail),
+    "sync_replica_info": ActionKind(("broker", "lost"), rule_sync_replica_info),
+    "register": ActionKind(("broker", "lost"), rule_register),
+    "finish_promotion": ActionKind(("broker",), rule_finish_promotion),
+    "heartbeat": ActionKind(("broker",), rule_heartbeat),
+    "sync_consumer_offsets": ActionKind(("broker",), rule_sync_consumer_offsets),
+    "controller_elect": ActionKind((), rule_controller_elect),
+    "controller_apply": ActionKind((), rule_controller_apply),
+    "tick": ActionKind((), rule_tick),
+    "restart": ActionKind(("broker",), rule_restart),
+    "heal": ActionKind((), rule_heal),
+    "crash": ActionKind(("broker", "keep"), rule_crash, "crashes"),
+    "conn_reset": ActionKind(("slave",), rule_conn_reset, "connection_resets"),
+    "partition": ActionKind(("mask",), rule_partition, "partitions"),
+    "hb_timeout": ActionKind(("broker",), rule_hb_timeout, "heartbeat_timeouts"),
+    "admin_elect": ActionKind(("broker",), rule_admin_elect, "admin_elections"),
+    "lose_epoch_file": ActionKind(("broker",), rule_lose_epoch_file, "epoch_file_losses"),
+    "controller_failover": ActionKind((), rule_controller_failover, "controller_failovers"),
+}
+
+
+def step(s: State, action: Action, cfg: Config) -> State:
+    """Apply one action; raises NotEnabled if it cannot happen in `s`."""
+    kind = ACTIONS.get(action[0]) if action else None
+    if kind is None or len(action) != len(kind.args) + 1:
+        raise NotEnabled(f"unknown action {action!r}")
+    nxt = kind.rule(s, cfg, *action[1:])
+    if nxt is None:
+        raise NotEnabled(format_action(action))
+    return nxt
+
+
+def candidates(s: State, cfg: Config) -> list[Action]:
+    """Actions whose cheap preconditions hold: a superset of `enabled(s)`."""
+    out: list[Action] = [("tick",)]
+    ids = range(1, cfg.brokers + 1)
+    for b in s.brokers:
+        i = b.id
+        if not b.up:
+            out.append(("restart", i))
+            if _budget_left(s, cfg, "epoch_file_losses") and b.epochs.disk:
+                out.append(("lose_epoch_file", i))
+            continue
+        if b.role == MASTER and b.running and not b.promoting:
+            if len(s.sends) < cfg.max_messages:
+                out += [("send", i, q, z) for q in range(cfg.queues) for z in cfg.message_sizes]
+            out += [("consume", i, q) for q in range(cfg.queues) if b.consumer_offsets[q] < len(b.cq[q])]
+            out.append(("check_sss", i))
+        for p in b.puts:
+            out += [("put_complete", i, p.msg), ("put_timeout", i, p.msg)]
+        out.append(("dispatch", i))
+        if b.log.flushed < max_phy(b):
+            out.append(("flush", i))
+        if b.client.state == READY:
+            if b.role == SLAVE and b.master_id is not None:
+                out.append(("ha_connect", i))
+        else:
+            out += [("ha_transfer", i), ("ha_timeout", i)]
+            out.append(("ha_read_ack", i) if b.client.ack is not None else ("ha_slave_ack", i))
+            if _budget_left(s, cfg, "connection_resets"):
+                out.append(("conn_reset", i))
+        if b.alters:
+            out += [("alter_sss", i, 0), ("alter_sss_fail", i)]
+            if _budget_left(s, cfg, "lost_responses"):
+                out.append(("alter_sss", i, 1))
+        if b.promoting:
+            out.append(("finish_promotion", i))
+        if b.running:
+            out += [("sync_replica_info", i, 0), ("heartbeat", i)]
+            if _budget_left(s, cfg, "lost_responses"):
+                out.append(("sync_replica_info", i, 1))
+            if b.role == SLAVE:
+                out.append(("sync_consumer_offsets", i))
+        else:
+            out.append(("register", i, 0))
+            if _budget_left(s, cfg, "lost_responses"):
+                out.append(("register", i, 1))
+        if _budget_left(s, cfg, "crashes"):
+            out += [("crash", i, k) for k in range(max_phy(b) - b.log.flushed + 1)]
+    out.append(("controller_elect",))
+    if s.ctrl.pending:
+        out.append(("controller_apply",))
+    if cfg.has("controller_serves_before_apply") and _budget_left(s, cfg, "controller_failovers"):
+        out.append(("controller_failover",))
+    if s.cut:
+        out.append(("heal",))
+    elif _budget_left(s, cfg, "partitions"):
+        out += [("partition", mask) for mask in range(1, 1 << cfg.brokers)]
+    if _budget_left(s, cfg, "heartbeat_timeouts"):
+        out += [("hb_timeout", i) for i in ids]
+    if _budget_left(s, cfg, "admin_elections"):
+        out += [("admin_elect", i) for i in ids]
+    return out
+
+
+def successors(s: State, cfg: Config) -> list[tuple[Action, State]]:
+    out = []
+    for a in candidates(s, cfg):
+        nxt = ACTIONS[a[0]].rule(s, cfg, *a[1:])
+        if nxt is not None:
+            out.append((a, nxt))
+    return out
+
+
+def enabled(s: State, cfg: Config) -> list[Action]:
+    """Exactly the actions `step` accepts in `s`."""
+    return [a for a, _ in successors(s, cfg)]
+
+
+def format_action(action: Action) -> str:
+    kind = ACTIONS.get(action[0])
+    if kind is None:
+        return repr(action)
+    args = ", ".join(f"{n}={v}" for n, v in zip(kind.args, action[1:]))
+    return f"{action[0]}({args})"
+
+
+# --- the initial state -------------------------------------------------------------------------
+
+BOOTSTRAP_NOTE = (
+    "warm start: ids 1..N applied (ApplyBrokerId), broker 1 registers and wins the first "
+    "election (masterEpoch 1), the others register as its slaves"
+)
+
+
+def bootstrap_actions(cfg: Config) -> list[Action]:
+    acts: list[Action] = [("register", 1, 0), ("finish_promotion", 1)]
+    acts += [("register", i, 0) for i in range(2, cfg.brokers + 1)]
+    return acts
+
+
+def initial_state(cfg: Config) -> State:
+    """Built with the model's own rules from an empty controller and empty stores, so the
+    start is reachable by construction."""
+    validate(cfg)
+    s_ctrl = ctl.SetState()
+    for i in range(1, cfg.brokers + 1):
+        code, events = ctl.apply_broker_id(s_ctrl, i)
+        assert code == ctl.SUCCESS, f"apply_broker_id({i}) -> {code}"
+        for ev in events:
+            s_ctrl = ctl.apply_event(s_ctrl, ev)
+    brokers = tuple(new_broker(i, cfg.queues)._replace(running=False, role=NONE) for i in range(1, cfg.brokers + 1))
+    s = State(
+        now=0,
+        brokers=brokers,
+        ctrl=ctl.Controller(applied=s_ctrl, live=(None,) * cfg.brokers),
+        cut=frozenset(),
+        msgs=(),
+        sends=(),
+        reads=(),
+        used=NO_FAULTS,
+    )
+    for a in bootstrap_actions(cfg):
+        s = step(s, a, cfg)
+    return s

@@ -1,0 +1,63 @@
+"""The whole modelled system: brokers, the controller, the network, the clients and the clock."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .broker import Broker
+from .commitlog import Message
+from .config import FaultBudget
+from .controller import Controller
+
+# Put results the client sees (PutMessageStatus), plus two the model needs.
+PUT_OK = "PUT_OK"
+FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+IN_SYNC_REPLICAS_NOT_ENOUGH = "IN_SYNC_REPLICAS_NOT_ENOUGH"
+PENDING = "PENDING"  # appended, waiting for replica acks
+NO_RESPONSE = "NO_RESPONSE"  # the broker crashed before answering: outcome unknown to the client
+
+
+class SendRecord(NamedTuple):
+    msg: int | None  # None when nothing was written
+    broker: int
+    status: str
+
+
+class ReadRecord(NamedTuple):
+    queue: int
+    queue_offset: int
+    msg: int
+    broker: int
+
+
+class State(NamedTuple):
+    now: int
+    brokers: tuple[Broker, ...]  # index = broker id - 1
+    ctrl: Controller
+    cut: frozenset[int]  # brokers partitioned away from the controller and the other brokers
+    msgs: tuple[Message, ...]  # every message ever written, index = id - 1
+    sends: tuple[SendRecord, ...]
+    reads: tuple[ReadRecord, ...]
+    used: FaultBudget  # perturbations used so far
+    # Periodic tasks that already ran in the current tick (a 5 s period is one tick), so a
+    # sequence of periodic steps takes the time it takes; `tick` clears it.
+    ran: frozenset[str] = frozenset()
+
+    def broker(self, broker_id: int) -> Broker:
+        return self.brokers[broker_id - 1]
+
+    def with_broker(self, b: Broker) -> "State":
+        i = b.id - 1
+        return self._replace(brokers=self.brokers[:i] + (b,) + self.brokers[i + 1 :])
+
+    def acked(self) -> list[Message]:
+        return [self.msgs[r.msg - 1] for r in self.sends if r.status == PUT_OK]
+
+
+def reachable(s: State, a: int, b: int) -> bool:
+    """Brokers on the same side of the partition can talk."""
+    return (a in s.cut) == (b in s.cut)
+
+
+def reaches_controller(s: State, b: int) -> bool:
+    return b not in s.cut

@@ -1,0 +1,4 @@
+import sys
+from rmqcheck.cli import main
+
+sys.exit(main())

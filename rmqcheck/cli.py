@@ -1,0 +1,322 @@
+"""The `rmqcheck` command line. Exit status: 0 nothing violated, 1 a violation was found and
+written (or reproduced), 2 bad usage or bad input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from rmqcheck import __version__
+from rmqcheck.checkers import configs
+from rmqcheck.checkers.counterexample import Counterexample, CounterexampleError, format_scenario, read
+from rmqcheck.checkers.describe import changes, state_lines
+from rmqcheck.checkers.hunting import (
+    BUG_TOGGLE,
+    EXPECTED,
+    SNAPSHOT_DEFECT,
+    UNEXPLAINED,
+    Finding,
+    default_path,
+    find,
+    write_finding,
+)
+from rmqcheck.checkers.replay import ReplayError, replay
+from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, expected_ids
+from rmqcheck.model.bugs import BY_NAME, SNAPSHOT, TOGGLES
+from rmqcheck.model.config import Config
+from rmqcheck.model.step import format_action
+
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False)
+
+
+class UsageError(Exception):
+    pass
+
+
+# --- shared ----------------------------------------------------------------------------------
+
+
+def _progress(label: str):
+    if not err.is_terminal:
+        return None
+
+    def report(batch, stats, elapsed):
+        err.print(
+            f"[dim]{label}: batch {batch}, {stats.examples} examples, {stats.steps} steps, "
+            f"{stats.steps / max(elapsed, 1e-9):,.0f} steps/s, {elapsed:.0f}s[/dim]",
+            end="\r",
+        )
+
+    return report
+
+
+def _toggle_config(toggles: frozenset[str], base_name: str | None, snapshot: bool) -> Config:
+    if base_name is not None:
+        base = configs.load(base_name)
+    else:
+        overrides: dict = {}
+        for name in sorted(toggles):
+            overrides.update(BY_NAME[name].exposing)
+        base = configs.from_dict(overrides, "exposing configuration")
+    return configs.with_bugs(base, toggles, snapshot)
+
+
+def _print_finding(f: Finding, path: Path | None) -> None:
+    cx = f.counterexample
+    inv = BY_ID[cx.invariant]
+    colour = {EXPECTED: "yellow", SNAPSHOT_DEFECT: "magenta", BUG_TOGGLE: "magenta", UNEXPLAINED: "red"}[f.kind]
+    out.print(f"[bold {colour}]{cx.invariant} {inv.name} violated[/] ({f.kind}): {cx.message}")
+    out.print(f"  {f.note}")
+    out.print(
+        f"  {len(cx.actions)} steps after delta debugging (Hypothesis shrank to {f.hypothesis_steps}); seed {cx.seed}"
+    )
+    for i, a in enumerate(cx.actions, start=1):
+        out.print(f"  {i:3d}. {format_action(a)}")
+    if path is not None:
+        out.print(f"  counterexample: {path}   (replay: rmqcheck replay {path})")
+
+
+# --- commands --------------------------------------------------------------------------------
+
+
+def cmd_bugs(args) -> int:
+    for t in TOGGLES:
+        where = "in the snapshot (on by default)" if t.in_snapshot else "not in the snapshot"
+        out.print(f"[bold]{t.name}[/]  {t.ref}, {where}; caught by {', '.join(t.catches)}")
+        out.print(f"    source: {t.source}")
+        out.print(f"    {t.summary}\n")
+    out.print(
+        f"The default configuration mirrors the snapshot: its {len(SNAPSHOT)} in-snapshot toggles are on. "
+        "`rmqcheck hunt --bug NAME` hunts the intended baseline plus NAME."
+    )
+    return 0
+
+
+def cmd_invariants(args) -> int:
+    for inv in CATALOGUE:
+        out.print(f"[bold]{inv.id} {inv.name}[/]  (expected to hold: {inv.expected_when})")
+        out.print(f"    {inv.statement}\n")
+    return 0
+
+
+def cmd_hunt(args) -> int:
+    if args.method != "stateful":
+        raise UsageError(f"--method {args.method} is not available in this version (only 'stateful')")
+    toggles = frozenset(args.bug or ())
+    unknown = sorted(toggles - BY_NAME.keys())
+    if unknown:
+        raise UsageError(f"unknown bug toggle(s) {unknown}; see `rmqcheck bugs --list`")
+    if toggles:
+        cfg = _toggle_config(toggles, args.config, args.snapshot)
+    else:
+        cfg = configs.with_bugs(configs.load(args.config or "durable"), frozenset(), not args.intended)
+    targets = expected_ids(cfg)
+    label = "+".join(sorted(toggles)) or (args.config or "durable") + ("-intended" if args.intended else "")
+    out.print(
+        f"hunting {label}: {len(cfg.bugs)} toggles on, invariants {', '.join(sorted(targets))}, "
+        f"budget {args.budget:g}s, seed {args.seed}"
+    )
+    finding, result = find(cfg, targets, args.budget, args.seed, on_batch=_progress(label))
+    rate = result.stats.steps / max(result.seconds, 1e-9)
+    out.print(
+        f"{result.stats.examples} examples, {result.stats.steps} steps in {result.seconds:.1f}s ({rate:,.0f} steps/s)"
+    )
+    if finding is None:
+        out.print(f"[green]no violation found[/] within {args.budget:g}s")
+        return 0
+    path = Path(args.out) if args.out else default_path("counterexamples", label, finding)
+    write_finding(finding, path)
+    _print_finding(finding, path)
+    return 1
+
+
+# The default job: the snapshot under its defaults and under the durable settings, and the
+# intended baseline under the durable settings.
+CHECK_JOBS = (
+    ("default", True),
+    ("durable", True),
+    ("durable3", True),
+    ("durable3", False),
+)
+
+
+def cmd_check(args) -> int:
+    per_job = args.budget / len(CHECK_JOBS)
+    out_dir = Path(args.out)
+    summary = Table(title=f"rmqcheck check: {per_job:g}s per configuration, seed {args.seed}", show_lines=True)
+    for col in ("configuration", "model", "held (no violation found)", "violated"):
+        summary.add_column(col, overflow="fold")
+    unexplained = 0
+    for name, snapshot in CHECK_JOBS:
+        cfg = configs.with_bugs(configs.load(name), frozenset(), snapshot)
+        model = "snapshot" if snapshot else "intended"
+        remaining = set(BY_ID)
+        found: list[tuple[Finding, Path]] = []
+        start = time.perf_counter()
+        seed = args.seed
+        while remaining:
+            left = per_job - (time.perf_counter() - start)
+            if left <= 0:
+                break
+            finding, result = find(cfg, remaining, left, seed, on_batch=_progress(f"{name}/{model}"))
+            seed += result.batches
+            if finding is None:
+                break
+            inv = finding.counterexample.invariant
+            remaining.discard(inv)
+            path = write_finding(finding, out_dir / f"{name}-{model}-{inv}.json")
+            found.append((finding, path))
+            unexplained += finding.kind == UNEXPLAINED
+        violated = (
+            "\n".join(
+                f"{f.counterexample.invariant} ({f.kind}, {len(f.counterexample.actions)} steps): {f.note}\n  -> {p}"
+                for f, p in found
+            )
+            or "-"
+        )
+        held = ", ".join(i for i in BY_ID if i in remaining) or "-"
+        summary.add_row(f"{name}: {configs.NAMED[name][1]}", model, held, violated)
+    out.print(summary)
+    out.print(
+        "expected: not promised under that configuration; snapshot defect: disappears with the "
+        "intended form of a known defect (rmqcheck bugs --list); unexplained: a failure."
+    )
+    return 1 if unexplained else 0
+
+
+def cmd_replay(args) -> int:
+    cx: Counterexample = read(args.file)
+    try:
+        r = replay(cx.config, cx.actions)
+    except ReplayError as exc:
+        raise CounterexampleError(f"{args.file}: {exc}") from None
+    expected = expected_ids(cx.config)
+    table = Table(title=f"replay {args.file}", show_lines=False)
+    for col, kw in (
+        ("step", {"justify": "right"}),
+        ("action", {}),
+        ("what changed", {"overflow": "fold"}),
+        ("violations", {"overflow": "fold"}),
+    ):
+        table.add_column(col, **kw)
+    first_hit: tuple[int, str] | None = None
+    for i, a in enumerate(cx.actions, start=1):
+        vs = r.violations[i]
+        marks = []
+        for v in vs:
+            tag = "" if v.invariant in expected else " (not expected to hold here)"
+            marks.append(f"{v.invariant}{tag}: {v.message}")
+            if first_hit is None and (
+                v.invariant == cx.invariant or (cx.invariant is None and v.invariant in expected)
+            ):
+                first_hit = (i, v.invariant)
+        table.add_row(str(i), format_action(a), changes(r.states[i - 1], r.states[i]), "\n".join(marks))
+    if not args.quiet:
+        out.print(
+            f"configuration: toggles {sorted(cx.config.bugs) or 'none'}"
+            + (" (the snapshot)" if cx.config.bugs == SNAPSHOT else "")
+        )
+        for line in state_lines(r.states[0]):
+            out.print(f"  start: {line}")
+        out.print(table)
+        for line in state_lines(r.states[-1]):
+            out.print(f"  end:   {line}")
+    if cx.invariant is not None:
+        if first_hit is not None:
+            out.print(
+                f"[bold red]reproduced: {cx.invariant} {BY_ID[cx.invariant].name} violated at step {first_hit[0]}[/]"
+            )
+            return 1
+        out.print(f"[green]not reproduced: {cx.invariant} holds throughout[/]")
+        return 0
+    if first_hit is not None:
+        out.print(f"[bold red]{first_hit[1]} violated at step {first_hit[0]}[/]")
+        return 1
+    out.print("[green]every invariant expected to hold did hold[/]")
+    return 0
+
+
+def cmd_scenario(args) -> int:
+    """Print a counterexample file as scenario text (for regression scenarios)."""
+    cx = read(args.file)
+    sys.stdout.write(format_scenario(cx, args.title or ""))
+    return 0
+
+
+# --- parser ----------------------------------------------------------------------------------
+
+
+def _budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("the budget must be positive")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rmqcheck", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"rmqcheck {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("check", help="the default job: hunt each standard configuration and tabulate")
+    c.add_argument("--budget", type=_budget, default=120.0, help="seconds in all (default 120)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--out", default="counterexamples", help="directory for counterexample files")
+    c.set_defaults(func=cmd_check)
+
+    h = sub.add_parser("hunt", help="search for a violation of the invariants expected to hold")
+    h.add_argument("--bug", action="append", metavar="NAME", help="turn on a bug toggle (repeatable)")
+    h.add_argument("--method", default="stateful", help="stateful (Hypothesis)")
+    h.add_argument("--budget", type=_budget, default=120.0, help="seconds (default 120)")
+    h.add_argument("--seed", type=int, default=0)
+    h.add_argument("--out", help="counterexample file (default counterexamples/<label>-<invariant>-seed<N>.json)")
+    h.add_argument("--config", help=f"named configuration ({', '.join(configs.NAMED)}) or JSON file")
+    mode = h.add_mutually_exclusive_group()
+    mode.add_argument("--snapshot", action="store_true", help="with --bug: keep the snapshot's own defects on as well")
+    mode.add_argument(
+        "--intended",
+        action="store_true",
+        help="without --bug: hunt the intended baseline (every in-snapshot defect fixed)",
+    )
+    h.set_defaults(func=cmd_hunt)
+
+    r = sub.add_parser("replay", help="re-run a counterexample or scenario file deterministically")
+    r.add_argument("file")
+    r.add_argument("--quiet", action="store_true", help="print only the verdict")
+    r.set_defaults(func=cmd_replay)
+
+    b = sub.add_parser("bugs", help="list the bug toggles")
+    b.add_argument("--list", action="store_true", help="list them (the default)")
+    b.set_defaults(func=cmd_bugs)
+
+    i = sub.add_parser("invariants", help="list the invariant catalogue")
+    i.set_defaults(func=cmd_invariants)
+
+    s = sub.add_parser("scenario", help="print a counterexample file as readable scenario text")
+    s.add_argument("file")
+    s.add_argument("--title")
+    s.set_defaults(func=cmd_scenario)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (UsageError, configs.ConfigError, CounterexampleError) as exc:
+        print(f"rmqcheck: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

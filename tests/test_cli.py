@@ -1,0 +1,184 @@
+"""The command line: exit statuses (0 nothing violated, 1 violation, 2 bad usage or input) and
+clear errors for every file it reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rmqcheck.cli import main
+from rmqcheck.model.bugs import TOGGLES
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_bugs_list_names_every_toggle_with_its_source(capsys):
+    code, out, _ = run(capsys, "bugs", "--list")
+    assert code == 0
+    for t in TOGGLES:
+        assert t.name in out
+    assert "#5663" in out and "#9689" in out
+
+
+def test_invariants_lists_the_catalogue(capsys):
+    code, out, _ = run(capsys, "invariants")
+    assert code == 0 and "acked_durability" in out and "write_authority" in out
+
+
+def test_hunt_finds_a_toggle_writes_a_file_and_replay_reproduces_it(tmp_path, capsys):
+    out_file = tmp_path / "a1.json"
+    code, out, _ = run(capsys, "hunt", "--bug", "ack_uses_local_sss_only", "--budget", "20", "--out", str(out_file))
+    assert code == 1 and out_file.exists()
+    data = json.loads(out_file.read_text())
+    assert data["schema_version"] == 1 and data["toggles"] == ["ack_uses_local_sss_only"]
+    assert data["seed"] is not None and data["actions"]
+    invariant = data["invariant"]["id"]
+    code, out, _ = run(capsys, "replay", str(out_file))
+    assert code == 1 and f"reproduced: {invariant}" in out
+
+
+def test_hunt_of_the_intended_baseline_exits_0(capsys):
+    code, out, _ = run(capsys, "hunt", "--config", "durable", "--intended", "--budget", "3")
+    assert code == 0 and "no violation found" in out
+
+
+def test_replay_of_a_scenario_that_holds_exits_0(tmp_path, capsys):
+    f = tmp_path / "ok.scn"
+    f.write_text("config all_ack=true flush=SYNC_FLUSH\ntoggles none\nexpect none\nsend broker=1 queue=0 size=1\n")
+    code, out, _ = run(capsys, "replay", str(f))
+    assert code == 0 and "did hold" in out
+
+
+def test_replay_of_a_fixed_bug_says_not_reproduced(capsys, tmp_path):
+    text = (SCENARIOS / "toggles" / "ack_uses_local_sss_only.scn").read_text()
+    f = tmp_path / "fixed.scn"
+    f.write_text(text.replace("toggles ack_uses_local_sss_only", "toggles none"))
+    code, out, _ = run(capsys, "replay", "--quiet", str(f))
+    assert code == 0 and "not reproduced" in out
+
+
+def test_scenario_command_round_trips(tmp_path, capsys):
+    src = SCENARIOS / "toggles" / "restart_accepts_writes_before_role_confirmed.scn"
+    code, out, _ = run(capsys, "scenario", str(src))
+    assert code == 0
+    f = tmp_path / "again.scn"
+    f.write_text(out)
+    assert run(capsys, "replay", "--quiet", str(f))[0] == 1
+
+
+def test_check_reports_the_defaults_acked_loss_as_expected(tmp_path, capsys):
+    code, out, _ = run(capsys, "check", "--budget", "24", "--out", str(tmp_path))
+    assert code == 0, out
+    assert "I1 (expected" in out  # C4: the defaults ack before replication
+    assert "snapshot defect" in out  # the durable configuration hits a known snapshot defect
+    assert list(tmp_path.glob("default-snapshot-I1.json"))
+
+
+# --- usage errors --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["hunt", "--bug", "no_such_bug", "--budget", "1"], "unknown bug toggle"),
+        (["hunt", "--method", "explore", "--budget", "1"], "--method explore is not available"),
+        (["hunt", "--config", "no_such_config", "--budget", "1"], "no such named configuration"),
+    ],
+)
+def test_bad_usage_exits_2_with_a_message(capsys, argv, message):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and message in err
+
+
+def test_a_negative_budget_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["hunt", "--budget", "-1"])
+    assert exc.value.code == 2
+
+
+# --- bad input files -----------------------------------------------------------------------------
+
+
+def _cx(**over) -> dict:
+    base = {
+        "schema_version": 1,
+        "config": {"brokers": 2},
+        "toggles": [],
+        "seed": 1,
+        "invariant": {"id": "I1"},
+        "actions": [{"action": "send", "broker": 1, "queue": 0, "size": 1}],
+    }
+    base.update(over)
+    return base
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("{not json", "not valid JSON: line 1"),
+        ("", "missing 'expect"),
+        (json.dumps(_cx(schema_version=99)), "schema_version 99 is not supported"),
+        (json.dumps(_cx(actions=[{"action": "fly"}])), "actions[0]: unknown action 'fly'"),
+        (json.dumps(_cx(actions=[{"action": "send", "broker": 1}])), "actions[0]: action send takes"),
+        (
+            json.dumps(_cx(actions=[{"action": "send", "broker": "1", "queue": 0, "size": 1}])),
+            "argument 'broker' must be an integer",
+        ),
+        (json.dumps(_cx(config={"brokers": "two"})), "field 'brokers' must be int"),
+        (json.dumps(_cx(config={"brokerz": 2})), "unknown field 'brokerz'"),
+        (json.dumps(_cx(config={"brokers": 9})), "brokers must be between 1 and 5"),
+        (json.dumps(_cx(toggles=["nope"])), "unknown bug toggle(s) ['nope']"),
+        (json.dumps(_cx(invariant={"id": "I99"})), "unknown invariant 'I99'"),
+        (json.dumps({k: v for k, v in _cx().items() if k != "actions"}), "missing field 'actions'"),
+        (
+            json.dumps(_cx(actions=[{"action": "send", "broker": 2, "queue": 0, "size": 1}])),
+            "step 1: send(broker=2, queue=0, size=1) is not enabled",
+        ),
+        ("config brokers=2\nexpect I1\nwarp speed=9\n", ":3: unknown directive or action 'warp'"),
+        ("config brokers=2\nexpect I1\nsend broker=1 queue=0 size\n", ":3: expected name=value"),
+        ("config brokers=2 flush=SOMETIMES\nexpect none\n", "flush must be one of"),
+    ],
+)
+def test_malformed_counterexample_files_exit_2_naming_the_problem(tmp_path, capsys, content, message):
+    f = tmp_path / ("cx.json" if content.startswith("{") else "cx.scn")
+    f.write_text(content)
+    code, _, err = run(capsys, "replay", str(f))
+    assert code == 2
+    assert str(f) in err and message in err.replace("\n", " ")
+
+
+def test_a_missing_file_exits_2(capsys, tmp_path):
+    code, _, err = run(capsys, "replay", str(tmp_path / "missing.json"))
+    assert code == 2 and "no such file" in err
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("[1, 2]", "a configuration must be a JSON object"),
+        ('{"all_ack": "yes"}', "field 'all_ack' must be bool"),
+        ('{"faults": {"meteors": 1}}', "unknown fault 'meteors'"),
+        ('{"faults": {"crashes": -1}}', "fault budgets must be >= 0"),
+        ("{", "not valid JSON"),
+    ],
+)
+def test_malformed_config_files_exit_2_naming_the_problem(tmp_path, capsys, content, message):
+    f = tmp_path / "cfg.json"
+    f.write_text(content)
+    code, _, err = run(capsys, "hunt", "--config", str(f), "--budget", "1")
+    assert code == 2 and str(f) in err and message in err
+
+
+def test_a_config_file_is_used(tmp_path, capsys):
+    f = tmp_path / "cfg.json"
+    f.write_text('{"brokers": 3, "all_ack": true, "flush": "SYNC_FLUSH"}')
+    code, out, _ = run(capsys, "hunt", "--config", str(f), "--intended", "--budget", "2")
+    assert code == 0 and "no violation found" in out

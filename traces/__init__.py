@@ -1,0 +1,1 @@
+"""Validation of recorded runs (NDJSON / Parquet, local and PySpark engines): not built yet."""
