@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from rmqcheck.invariants.catalogue import BY_ID
-from rmqcheck.model.bugs import BY_NAME
+from rmqcheck.model.bugs import BY_NAME, SNAPSHOT
 from rmqcheck.model.config import Config
 
 from .counterexample import Counterexample, write
-from .replay import replay, shrink, toggle_dependencies
+from .replay import replay, run_lenient, shrink, toggle_dependencies
 from .stateful import HuntResult, hunt
 
 EXPECTED = "expected"
@@ -34,7 +34,9 @@ class Finding(NamedTuple):
     hypothesis_steps: int  # length of Hypothesis's own shrunk run, before delta debugging
 
 
-def classify(cfg: Config, inv_id: str, depends_on: Iterable[str]) -> tuple[str, str]:
+def classify(cfg: Config, inv_id: str, depends_on: Iterable[str], needs_several: bool = False) -> tuple[str, str]:
+    """`needs_several`: no single active toggle explains it, but it disappears when every
+    in-snapshot defect takes its intended form at once."""
     inv = BY_ID[inv_id]
     depends_on = list(depends_on)
     if not inv.expected(cfg):
@@ -43,6 +45,8 @@ def classify(cfg: Config, inv_id: str, depends_on: Iterable[str]) -> tuple[str, 
         refs = ", ".join(f"{d} ({BY_NAME[d].source})" for d in depends_on)
         kind = SNAPSHOT_DEFECT if all(BY_NAME[d].in_snapshot for d in depends_on) else BUG_TOGGLE
         return kind, f"disappears with the intended form of {refs}"
+    if needs_several:
+        return SNAPSHOT_DEFECT, "disappears only when the in-snapshot defects are fixed together (no single one suffices)"
     return UNEXPLAINED, "expected to hold here and not attributable to a known snapshot defect"
 
 
@@ -58,7 +62,9 @@ def find(
     hit = replay(cfg, actions, frozenset({inv_id})).first(inv_id)
     message = hit[1].message if hit else v.violation.message
     deps = tuple(toggle_dependencies(cfg, actions, inv_id))
-    kind, note = classify(cfg, inv_id, deps)
+    several = (not deps and bool(cfg.bugs & SNAPSHOT)
+               and run_lenient(cfg._replace(bugs=cfg.bugs - SNAPSHOT), actions, inv_id) is None)
+    kind, note = classify(cfg, inv_id, deps, several)
     cx = Counterexample(cfg, tuple(actions), inv_id, message, result.seed, "stateful", deps)
     return Finding(cx, kind, note, len(v.actions)), result
 

@@ -416,18 +416,21 @@ def store_change_to_master(b: Broker, epoch: int, msgs: Messages, cfg: Config) -
 def recover(b: Broker, msgs: Messages, cfg: Config) -> Broker:
     """Restart after a crash: `initCacheFromFile`; `CommitLog.recoverAbnormally` in controller
     mode: cut at the first invalid message, re-dispatch the valid messages that end at or before
-    the checkpointed confirmOffset, clamp confirmOffset into [minPhyOffset, end]; consume queues
-    cut to the commit log; dispatch restarts from confirmOffset (`DefaultMessageStore.start`);
-    queue table recovered. Memory-only state starts empty (masterEpoch 0, fenced)."""
+    the checkpointed confirmOffset, and clamp confirmOffset to at least minPhyOffset and at most
+    the end of the last of those messages (so it is message-aligned); consume queues cut to the
+    commit log; dispatch restarts from confirmOffset (`DefaultMessageStore.start`); queue table
+    recovered. Memory-only state starts empty (masterEpoch 0, fenced)."""
     end = cl.scan_valid(b.log.cells, 0, msgs)
     log = cl.truncate(b.log, end)
     cq = tuple(tuple(mid for mid in q if msgs[mid - 1].end <= end) for q in b.cq)
+    last_confirmed_end = 0  # lastConfirmValidMsgPhyOffset starts at the file's start offset
     for m in cl.messages_in(log.cells, 0, end, msgs):
         if m.end <= b.confirm:
             cq = _put_position(cq, m)
+            last_confirmed_end = m.end
     confirm = b.confirm
-    if b.log.cells:  # commit-log files exist
-        confirm = 0 if confirm < 0 else min(confirm, end)
+    if log.files:
+        confirm = 0 if confirm < 0 else min(confirm, last_confirmed_end)
     fresh = new_broker(b.id, len(b.cq))
     b = fresh._replace(
         up=True,

@@ -52,6 +52,7 @@ class Message(NamedTuple):
 class CommitLog(NamedTuple):
     cells: tuple[int, ...] = ()
     flushed: int = 0  # durable prefix; the rest lives in the page cache only
+    files: bool = False  # a commit-log file exists (created by the first append; survives crashes)
 
 
 EMPTY = CommitLog()
@@ -71,7 +72,7 @@ def append(log: CommitLog, data: tuple[int, ...], sync_flush: bool) -> CommitLog
     HA append; the model makes that flush immediate and so does not explore a crash inside
     that window (documented in the README)."""
     cells = log.cells + data
-    return CommitLog(cells, len(cells) if sync_flush else log.flushed)
+    return CommitLog(cells, len(cells) if sync_flush else log.flushed, True)
 
 
 def flush(log: CommitLog) -> CommitLog:
@@ -83,7 +84,7 @@ def crash(log: CommitLog, keep: int) -> CommitLog:
     """Process and page-cache loss: only the flushed prefix plus `keep` more bytes survive
     (pages the OS happened to write back), which can tear a message."""
     n = min(len(log.cells), log.flushed + max(keep, 0))
-    return CommitLog(log.cells[:n], n)
+    return CommitLog(log.cells[:n], n, log.files)
 
 
 def truncate(log: CommitLog, offset: int) -> CommitLog:
@@ -91,7 +92,7 @@ def truncate(log: CommitLog, offset: int) -> CommitLog:
     `CommitLog.truncateDirtyFiles`."""
     if offset >= len(log.cells):
         return log
-    return CommitLog(log.cells[:offset], min(log.flushed, offset))
+    return log._replace(cells=log.cells[:offset], flushed=min(log.flushed, offset))
 
 
 def check_message(cells: tuple[int, ...], offset: int, msgs: Messages) -> tuple[bool, int]:

@@ -35,6 +35,9 @@ EXPECTED = {
         "the defaults (allAckInSyncStateSet=false, inSyncReplicas=1, ASYNC_FLUSH) ack before "
         "anything is durable or replicated",
     ),
+    "async-flush-divergent-replicas": (
+        {"bugs": []}, "I5", "ASYNC_FLUSH: a master re-confirmed at its epoch after a crash rewrites offsets whose lost "
+                  "bytes a slave still holds under the same (epoch, start); the handshake keeps them"),
     "c4-deposed-master-acks-alone": (
         {"flush": "SYNC_FLUSH"},
         "I1",

@@ -30,7 +30,7 @@ def test_expectations_follow_the_configuration():
     durable = configs.load("durable")
     assert expected_ids(durable) == set(BY_ID)
     default = expected_ids(configs.load("default"))
-    assert not {"I1", "I2", "I3", "I4"} & default and {"I5", "I6", "I8", "I9", "I10"} <= default
+    assert not {"I1", "I2", "I3", "I4", "I5"} & default and {"I6", "I8", "I9", "I10"} <= default
     assert "I7" not in expected_ids(durable._replace(unclean=True))
     assert "I5" not in expected_ids(durable._replace(faults=durable.faults._replace(epoch_file_losses=1)))
 

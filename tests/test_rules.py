@@ -292,3 +292,16 @@ def test_consumers_see_only_dispatched_messages():
     assert ("consume", 1, 0) not in enabled(s, cfg)
     s = step(step(s, ("dispatch", 1), cfg), ("consume", 1, 0), cfg)
     assert s.reads[0].msg == 1 and s.broker(1).consumer_offsets == (1,)
+
+
+def test_recovery_aligns_a_mid_message_confirm_offset():
+    # recoverAbnormally in controller mode clamps confirmOffset to the end of the last valid
+    # message that ends at or before it, and dispatch restarts from there.
+    from rmqcheck.model.broker import new_broker, recover
+
+    m1, m2 = cl.Message(1, 1, 0, 0, 0, 1, 1), cl.Message(2, 2, 0, 1, 1, 1, 1)
+    log = cl.CommitLog(m1.cells() + m2.cells(), 3, True)
+    b = recover(new_broker(2, 1)._replace(up=False, log=log, confirm=2), (m1, m2), Config())
+    assert b.confirm == 1 and b.reput == 1 and b.cq == ((1,),)
+    lost = recover(new_broker(2, 1)._replace(up=False, log=cl.CommitLog((), 0, True), confirm=2), (m1, m2), Config())
+    assert lost.confirm == 0  # the file survived the page-cache loss, so the clamp applies
