@@ -34,6 +34,7 @@ hunt: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/stateful.py
+	$(BIN)/python bench/prove.py
 
 clean:
 	rm -rf $(VENV) counterexamples .pytest_cache .hypothesis

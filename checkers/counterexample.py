@@ -7,8 +7,12 @@ Scenario text, one directive per line, `#` starts a comment:
     toggles ack_uses_local_sss_only        # or: toggles none / toggles snapshot [+ more]
     seed 7                                  # optional
     expect I2                               # the invariant the actions violate; "expect none": all hold
+    replica broker=1 epochs=1:0,2:1 log=2   # optional: start from these logs (checkers/startstate.py)
     ha_connect slave=2                      # then one action per line
     alter_sss broker=1 lost=1
+
+A JSON counterexample of `rmqcheck prove` also carries a `truncation` section: the two epoch
+lists, the search variant and the property its point violates, re-checked on integers by replay.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, Action
 
 from .configs import ConfigError, from_dict, to_dict
+from .startstate import Replica, StartError, check as check_start
 
 SCHEMA_VERSION = 1
 MODEL = "apache/rocketmq 8fc57f1468 (2025-09-19), controller mode"
@@ -40,6 +45,8 @@ class Counterexample(NamedTuple):
     seed: int | None = None
     method: str = "stateful"
     depends_on: tuple[str, ...] = ()  # active toggles the violation needs
+    start: tuple[Replica, ...] = ()  # constructed start logs; () is the model's initial state
+    truncation: dict[str, Any] | None = None  # a consistent-point counterexample (checkers/proofs.py)
 
 
 def action_to_json(a: Action) -> dict[str, Any]:
@@ -88,8 +95,31 @@ def to_json(cx: Counterexample) -> dict[str, Any]:
         },
         "depends_on_toggles": list(cx.depends_on),
         "steps": len(cx.actions),
+        **({"start": [replica_to_json(r) for r in cx.start]} if cx.start else {}),
+        **({"truncation": cx.truncation} if cx.truncation is not None else {}),
         "actions": [action_to_json(a) for a in cx.actions],
     }
+
+
+def replica_to_json(r: Replica) -> dict[str, Any]:
+    return {"broker": r.broker, "epochs": [list(e) for e in r.epochs], "log": r.log}
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def replica_from_json(obj: Any, where: str) -> Replica:
+    if not isinstance(obj, dict) or set(obj) != {"broker", "epochs", "log"}:
+        raise CounterexampleError(f"{where}: a replica is an object with exactly 'broker', 'epochs' and 'log'")
+    epochs = obj["epochs"]
+    if not isinstance(epochs, list) or not all(
+        isinstance(e, list) and len(e) == 2 and all(_int(v) for v in e) for e in epochs
+    ):
+        raise CounterexampleError(f"{where}: 'epochs' must be a list of [epoch, start] integer pairs")
+    if not _int(obj["broker"]) or not _int(obj["log"]):
+        raise CounterexampleError(f"{where}: 'broker' and 'log' must be integers")
+    return Replica(obj["broker"], tuple(tuple(e) for e in epochs), obj["log"])
 
 
 def write(cx: Counterexample, path: str | Path) -> Path:
@@ -134,6 +164,14 @@ def from_json(data: Any, where: str) -> Counterexample:
     seed = data.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise CounterexampleError(f"{where}: 'seed' must be an integer or null")
+    start = data.get("start", [])
+    if not isinstance(start, list):
+        raise CounterexampleError(f"{where}: 'start' must be a list of replicas")
+    truncation = data.get("truncation")
+    if truncation is not None and not isinstance(truncation, dict):
+        raise CounterexampleError(f"{where}: 'truncation' must be an object")
+    replicas = tuple(replica_from_json(r, f"{where}: start[{i}]") for i, r in enumerate(start))
+    _check_start(replicas, cfg, f"{where}: start")
     return Counterexample(
         cfg,
         actions,
@@ -142,6 +180,8 @@ def from_json(data: Any, where: str) -> Counterexample:
         seed,
         str(data.get("method", "stateful")),
         tuple(data.get("depends_on_toggles", ())),
+        replicas,
+        truncation,
     )
 
 
@@ -183,6 +223,7 @@ def parse_scenario(text: str, where: str) -> Counterexample:
     seen_expect = False
     seed = None
     actions: list[Action] = []
+    start: list[Replica] = []
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -213,6 +254,8 @@ def parse_scenario(text: str, where: str) -> Counterexample:
             expect = None if rest[0] == "none" else rest[0]
             if expect is not None:
                 _check_invariant(expect, at)
+        elif head == "replica":
+            start.append(_parse_replica(rest, at))
         elif head in ACTIONS:
             args = _pairs(rest, at)
             actions.append(action_from_json({"action": head, **args}, at))
@@ -228,7 +271,29 @@ def parse_scenario(text: str, where: str) -> Counterexample:
         cfg = from_dict(cfg_fields, f"{where}: config")
     except ConfigError as exc:
         raise CounterexampleError(str(exc)) from None
-    return Counterexample(cfg, tuple(actions), expect, seed=seed, method="scenario")
+    _check_start(start, cfg, where)
+    return Counterexample(cfg, tuple(actions), expect, seed=seed, method="scenario", start=tuple(start))
+
+
+def _check_start(replicas, cfg: Config, where: str) -> None:
+    try:
+        check_start(replicas, cfg)
+    except StartError as exc:
+        raise CounterexampleError(f"{where}: {exc}") from None
+
+
+def _parse_replica(words: list[str], where: str) -> Replica:
+    """replica broker=N epochs=E:S,E:S,... log=L  (epochs=none for an empty list)"""
+    fields = dict(w.split("=", 1) for w in words if "=" in w)
+    if len(fields) != len(words) or set(fields) != {"broker", "epochs", "log"}:
+        raise CounterexampleError(f"{where}: replica takes broker=N epochs=E:S,... log=L")
+    try:
+        epochs = () if fields["epochs"] == "none" else tuple(
+            (int(e), int(s)) for e, s in (pair.split(":") for pair in fields["epochs"].split(","))
+        )
+        return Replica(int(fields["broker"]), epochs, int(fields["log"]))
+    except ValueError:
+        raise CounterexampleError(f"{where}: replica: integers expected, got {' '.join(words)!r}") from None
 
 
 def format_scenario(cx: Counterexample, title: str = "") -> str:
@@ -253,6 +318,9 @@ def format_scenario(cx: Counterexample, title: str = "") -> str:
     if cx.seed is not None:
         lines.append(f"seed {cx.seed}")
     lines.append(f"expect {cx.invariant or 'none'}")
+    for r in cx.start:
+        epochs = ",".join(f"{e}:{s}" for e, s in r.epochs) or "none"
+        lines.append(f"replica broker={r.broker} epochs={epochs} log={r.log}")
     for a in cx.actions:
         args = " ".join(f"{n}={v}" for n, v in zip(ACTIONS[a[0]].args, a[1:]))
         lines.append(f"{a[0]} {args}".rstrip())

@@ -8,8 +8,10 @@ from typing import Callable, Iterable, NamedTuple, Sequence
 
 from rmqcheck.invariants.catalogue import Violation, check_state, check_transition
 from rmqcheck.model.config import Config
-from rmqcheck.model.step import Action, NotEnabled, format_action, initial_state, step
+from rmqcheck.model.step import Action, NotEnabled, format_action, step
 from rmqcheck.model.world import State
+
+from .startstate import Replica, start_state
 
 
 class ReplayError(Exception):
@@ -30,11 +32,16 @@ class Replay(NamedTuple):
 
 
 def replay(
-    cfg: Config, actions: Sequence[Action], ids: frozenset[str] | None = None, stop_at_violation: str | None = None
+    cfg: Config,
+    actions: Sequence[Action],
+    ids: frozenset[str] | None = None,
+    stop_at_violation: str | None = None,
+    start: Sequence[Replica] = (),
 ) -> Replay:
-    """Run `actions` from the initial state. Raises ReplayError naming the first action that is
-    not enabled. With `stop_at_violation`, stop after the first violation of that invariant."""
-    s = initial_state(cfg)
+    """Run `actions` from the initial state (or the constructed `start`). Raises ReplayError
+    naming the first action that is not enabled. With `stop_at_violation`, stop after the
+    first violation of that invariant."""
+    s = start_state(cfg, start)
     states, violations = [s], [check_state(s, cfg, ids)]
     for i, a in enumerate(actions, start=1):
         try:
@@ -50,21 +57,23 @@ def replay(
     return Replay(states, violations)
 
 
-def reproduces(cfg: Config, actions: Sequence[Action], invariant: str) -> int | None:
+def reproduces(cfg: Config, actions: Sequence[Action], invariant: str, start: Sequence[Replica] = ()) -> int | None:
     """The step at which `actions` violates `invariant`, or None (not enabled counts as no)."""
     try:
-        r = replay(cfg, actions, frozenset({invariant}), stop_at_violation=invariant)
+        r = replay(cfg, actions, frozenset({invariant}), stop_at_violation=invariant, start=start)
     except ReplayError:
         return None
     hit = r.first(invariant)
     return hit[0] if hit else None
 
 
-def run_lenient(cfg: Config, actions: Sequence[Action], invariant: str) -> list[Action] | None:
+def run_lenient(
+    cfg: Config, actions: Sequence[Action], invariant: str, start: Sequence[Replica] = ()
+) -> list[Action] | None:
     """Replay skipping actions that are not enabled; the actions that ran, up to the first
     violation of `invariant`, or None if it is not violated."""
     ids = frozenset({invariant})
-    s = initial_state(cfg)
+    s = start_state(cfg, start)
     if check_state(s, cfg, ids):
         return []
     ran: list[Action] = []

@@ -245,6 +245,51 @@ TOGGLES: tuple[Toggle, ...] = (
         {**_DURABLE, "brokers": 2, "faults": _faults(crashes=2, admin_elections=1)},
     ),
     Toggle(
+        "truncation_max_end",
+        "pitfall",
+        "issue 3 variant of EpochFileCache.findConsistentPoint (Math.min read as max)",
+        "The consistent point is the larger of the two ends of the matched epoch, so the slave keeps "
+        "bytes past the point where one side's epoch ended.",
+        ("I5",),
+        {**_DURABLE, "brokers": 2},
+    ),
+    Toggle(
+        "truncation_keeps_local_end",
+        "pitfall",
+        "issue 3 variant of EpochFileCache.findConsistentPoint (ignores the epochs only the master has)",
+        "The consistent point is the slave's end of the matched epoch: a master epoch that began "
+        "earlier is ignored and the slave keeps bytes the master overwrote.",
+        ("I5",),
+        {**_DURABLE, "brokers": 2},
+    ),
+    Toggle(
+        "truncation_keeps_master_end",
+        "pitfall",
+        "issue 3 variant of EpochFileCache.findConsistentPoint (ignores the epochs only the slave has)",
+        "The consistent point is the master's end of the matched epoch: the slave's own later epoch "
+        "is ignored and the slave keeps bytes no master accepted.",
+        ("I2", "I5"),
+        {**_DURABLE, "brokers": 2},
+    ),
+    Toggle(
+        "truncation_matches_epoch_only",
+        "pitfall",
+        "issue 3 variant of EpochFileCache.findConsistentPoint (start offsets not compared)",
+        "An epoch matches whatever its start offset on each side, so a slave that recorded the epoch "
+        "at another offset keeps bytes of an older epoch.",
+        ("I5",),
+        {**_DURABLE, "brokers": 2},
+    ),
+    Toggle(
+        "truncation_matches_start_only",
+        "pitfall",
+        "issue 3 variant of EpochFileCache.findConsistentPoint (epochs not compared)",
+        "Entries match on the start offset alone, so two masters elected at the same log end in "
+        "different epochs look like one and the slave keeps the deposed master's bytes.",
+        ("I5",),
+        {**_DURABLE, "brokers": 2},
+    ),
+    Toggle(
         "transfer_batch_spans_epochs",
         "pitfall",
         "RIP-44 design text, reference §6.2",

@@ -159,10 +159,13 @@ def lose_file(ef: EpochFile) -> EpochFile:
 
 
 # --- the consistent point (reference §1.4) -------------------------------------------------
+#
+# Written once over an `ops` object so the same code runs on Python integers (the model) and
+# on Z3 terms (checkers/proofs.py proves its properties on exactly this code).
 
 
 class IntOps:
-    """Operations `consistent_point` needs, on Python integers. Issue 3 supplies Z3 ones."""
+    """The operations the consistent-point search needs, on Python integers."""
 
     @staticmethod
     def ite(cond: Any, then: Any, other: Any) -> Any:
@@ -173,22 +176,54 @@ class IntOps:
         return a == b
 
     @staticmethod
+    def le(a: Any, b: Any) -> Any:
+        return a <= b
+
+    @staticmethod
     def and_(a: Any, b: Any) -> Any:
         return a and b
 
-    @staticmethod
-    def min(a: Any, b: Any) -> Any:
-        return a if a <= b else b
-
 
 INT_OPS = IntOps()
+
+
+class Search(NamedTuple):
+    """How the consistent point is searched. `FAITHFUL` is the code; every other value is a
+    plausible wrong variant (the pitfall toggles of model/bugs.py; issue 3 refutes each).
+
+    highest_first: the highest matching local epoch wins (False: the lowest, as the RIP-44
+        design pseudo-code's ascending iterator reads, reference §6.1).
+    match: "both" (epoch and start offset), "epoch" or "start" alone.
+    end: "min" of the two ends, "max", "local" (ignores where the master's epoch ended, that
+        is the epochs only the master has) or "master" (ignores the epochs only the slave has).
+    """
+
+    highest_first: bool = True
+    match: str = "both"
+    end: str = "min"
+
+
+FAITHFUL = Search()
+
+
+def truncation_view(
+    entries: Sequence[tuple[Any, Any]], last_end: Any, max_offset: Any, ops: Any = INT_OPS
+) -> tuple[tuple[Any, Any, Any], ...]:
+    """The (epoch, start, end) entries doTruncate searches: every end is the next start, and
+    the last end is `setLastEpochEntryEndOffset(max_offset)` applied to `last_end` (a no-op
+    when the last start is beyond the max offset, which leaves INF or a stale Q1 end)."""
+    out = [(e, s, entries[i + 1][1]) for i, (e, s) in enumerate(entries[:-1])]
+    if entries:
+        e, s = entries[-1]
+        out.append((e, s, ops.ite(ops.le(s, max_offset), max_offset, last_end)))
+    return tuple(out)
 
 
 def consistent_point(
     local: Sequence[tuple[Any, Any, Any]],
     master: Sequence[tuple[Any, Any, Any]],
     ops: Any = INT_OPS,
-    highest_first: bool = True,
+    search: Search = FAITHFUL,
 ) -> Any:
     """`EpochFileCache.findConsistentPoint`, called as local.findConsistentPoint(master).
 
@@ -196,19 +231,38 @@ def consistent_point(
     the same start offset decides, and the point is the smaller of the two ends. Epochs only
     the master has are ignored. -1 when nothing matches. Entries are (epoch, start, end).
 
-    Written as a fold (a later match overrides an earlier one) so the same definition runs
-    on integers and on symbolic terms. `highest_first=False` is the design-text pitfall
-    (ascending iteration, reference §6.1): the lowest common epoch wins.
+    Written as a fold over the local entries in ascending order in which a later match
+    overrides an earlier one, which is the same as the first match walking down.
     """
-    order = local if highest_first else tuple(reversed(local))
+    order = local if search.highest_first else tuple(reversed(local))
     point = -1
-    for e, s, end in order:
-        for me, ms, mend in master:
-            point = ops.ite(ops.and_(ops.eq(e, me), ops.eq(s, ms)), ops.min(end, mend), point)
+    for entry in order:
+        for master_entry in master:
+            point = search_step(point, entry, master_entry, ops, search)
     return point
 
 
-def _validated(entries: Sequence[Any], name: str) -> tuple[Entry, ...]:
+def search_step(point: Any, entry: Any, master_entry: Any, ops: Any = INT_OPS, search: Search = FAITHFUL) -> Any:
+    """One comparison of the search: a local entry against a master entry (the loop body,
+    named so the unbounded proof can reason about one step)."""
+    (e, s, end), (me, ms, mend) = entry, master_entry
+    if search.match == "both":
+        hit = ops.and_(ops.eq(e, me), ops.eq(s, ms))
+    else:
+        hit = ops.eq(e, me) if search.match == "epoch" else ops.eq(s, ms)
+    return ops.ite(hit, _combine(end, mend, search.end, ops), point)
+
+
+def _combine(local_end: Any, master_end: Any, how: str, ops: Any) -> Any:
+    if how == "local":
+        return local_end
+    if how == "master":
+        return master_end
+    smaller = ops.le(local_end, master_end)
+    return ops.ite(smaller, local_end, master_end) if how == "min" else ops.ite(smaller, master_end, local_end)
+
+
+def validated_entries(entries: Sequence[Any], name: str) -> tuple[Entry, ...]:
     out: list[Entry] = []
     for i, item in enumerate(entries):
         try:
@@ -232,7 +286,11 @@ def _validated(entries: Sequence[Any], name: str) -> tuple[Entry, ...]:
 
 
 def find_consistent_point(
-    local: Sequence[Entry], local_max_offset: int, master: Sequence[Entry], master_max_offset: int
+    local: Sequence[Entry],
+    local_max_offset: int,
+    master: Sequence[Entry],
+    master_max_offset: int,
+    search: Search = FAITHFUL,
 ) -> int:
     """What `AutoSwitchHAClient.doTruncate` computes: build both caches, set each last end to
     its max offset (only if start <= max, as setLastEpochEntryEndOffset does), then
@@ -240,11 +298,12 @@ def find_consistent_point(
 
     `local` and `master` are (epoch, start_offset) pairs in ascending epoch order; a list whose
     epochs or start offsets do not strictly increase raises ValueError naming the entry.
+    `search` selects a wrong variant (see `Search`); the default is the code.
     """
-    loc = _validated(local, "local")
-    mas = _validated(master, "master")
+    loc = validated_entries(local, "local")
+    mas = validated_entries(master, "master")
     local_max_offset = operator.index(local_max_offset)
     master_max_offset = operator.index(master_max_offset)
-    l_ef = set_last_end(EpochFile(loc), local_max_offset)
-    m_ef = set_last_end(EpochFile(mas), master_max_offset)
-    return consistent_point(with_ends(l_ef), with_ends(m_ef))
+    return consistent_point(
+        truncation_view(loc, INF, local_max_offset), truncation_view(mas, INF, master_max_offset), INT_OPS, search
+    )

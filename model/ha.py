@@ -31,7 +31,7 @@ from .broker import (
 )
 from .commitlog import Messages
 from .config import Config
-from .epochfile import INF, EpochFile
+from .epochfile import INF
 
 
 def report_slave_max_offset(s: Broker) -> Broker:
@@ -40,6 +40,25 @@ def report_slave_max_offset(s: Broker) -> Broker:
     if top > s.client.reported:
         return s._replace(client=s.client._replace(reported=top, ack=top))
     return s
+
+
+# The wrong consistent-point searches (model/bugs.py pitfalls) as `epochfile.Search` fields.
+_SEARCH_TOGGLES = {
+    "truncation_ascending_epochs": {"highest_first": False},
+    "truncation_max_end": {"end": "max"},
+    "truncation_keeps_local_end": {"end": "local"},
+    "truncation_keeps_master_end": {"end": "master"},
+    "truncation_matches_epoch_only": {"match": "epoch"},
+    "truncation_matches_start_only": {"match": "start"},
+}
+
+
+def truncation_search(cfg: Config) -> ef.Search:
+    fields: dict = {}
+    for name, override in _SEARCH_TOGGLES.items():
+        if cfg.has(name):
+            fields.update(override)
+    return ef.Search(**fields)
 
 
 def do_truncate(
@@ -58,10 +77,11 @@ def do_truncate(
     received = s.client.received_epoch if cfg.has("received_epoch_survives_truncation") else -1
     if not s.epochs.entries:
         return s._replace(client=s.client._replace(state=TRANSFER, reported=0, received_epoch=received))
-    master = ef.set_last_end(EpochFile(master_entries), master_max)
-    local = ef.set_last_end(EpochFile(s.epochs.entries, s.epochs.last_end), max_phy(s))
     point = ef.consistent_point(
-        ef.with_ends(local), ef.with_ends(master), highest_first=not cfg.has("truncation_ascending_epochs")
+        ef.truncation_view(s.epochs.entries, s.epochs.last_end, max_phy(s)),
+        ef.truncation_view(master_entries, INF, master_max),
+        ef.INT_OPS,
+        truncation_search(cfg),
     )
     if point < 0:
         return None

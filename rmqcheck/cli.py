@@ -191,10 +191,34 @@ def cmd_check(args) -> int:
     return 1 if unexplained else 0
 
 
+def _replay_truncation(cx: Counterexample, where: str) -> bool:
+    """Re-check a `rmqcheck prove` truncation section on integers; True when it reproduces."""
+    from rmqcheck.checkers import proofs
+
+    sec = cx.truncation
+    try:
+        got, broken = proofs.recheck(sec, where)
+    except ValueError as exc:
+        raise CounterexampleError(str(exc)) from None
+    out.print(
+        f"truncation: local {sec['local']} max {sec['local_max']}, master {sec['master']} max {sec['master_max']}, "
+        f"search {sec['search']}"
+    )
+    out.print(f"  point {got} (recorded {sec['point']}; the faithful search gives {sec['faithful_point']})")
+    if got == sec["point"] and broken is not None:
+        out.print(f"  [bold red]property {sec['property']} violated on integers[/]: {broken}")
+        return True
+    out.print(f"  [green]property {sec['property']} holds on these lists now[/]")
+    return False
+
+
 def cmd_replay(args) -> int:
     cx: Counterexample = read(args.file)
+    truncation_hit = _replay_truncation(cx, args.file) if cx.truncation is not None else True
+    if cx.truncation is not None and not cx.actions:
+        return 1 if truncation_hit else 0
     try:
-        r = replay(cx.config, cx.actions)
+        r = replay(cx.config, cx.actions, start=cx.start)
     except ReplayError as exc:
         raise CounterexampleError(f"{args.file}: {exc}") from None
     expected = expected_ids(cx.config)
@@ -223,13 +247,15 @@ def cmd_replay(args) -> int:
             f"configuration: toggles {sorted(cx.config.bugs) or 'none'}"
             + (" (the snapshot)" if cx.config.bugs == SNAPSHOT else "")
         )
+        if cx.start:
+            out.print("  start: constructed from the replicas' logs (not reached from the empty cluster)")
         for line in state_lines(r.states[0]):
             out.print(f"  start: {line}")
         out.print(table)
         for line in state_lines(r.states[-1]):
             out.print(f"  end:   {line}")
     if cx.invariant is not None:
-        if first_hit is not None:
+        if first_hit is not None and truncation_hit:
             out.print(
                 f"[bold red]reproduced: {cx.invariant} {BY_ID[cx.invariant].name} violated at step {first_hit[0]}[/]"
             )
@@ -240,6 +266,56 @@ def cmd_replay(args) -> int:
         out.print(f"[bold red]{first_hit[1]} violated at step {first_hit[0]}[/]")
         return 1
     out.print("[green]every invariant expected to hold did hold[/]")
+    return 0
+
+
+def cmd_prove(args) -> int:
+    from rmqcheck.checkers import proofs
+    from rmqcheck.checkers.counterexample import write
+
+    if args.k < 1:
+        raise UsageError("--k must be at least 1")
+    started = time.perf_counter()
+    outcomes = proofs.run_all(args.k, args.only or ())
+    table = Table(title=f"rmqcheck prove: model/epochfile.py's consistent-point search, lists of 0..{args.k} entries")
+    for col in ("property", "search", "premises", "K", "expected", "result", "time"):
+        table.add_column(col, overflow="fold")
+    out_dir = Path(args.out)
+    files = []
+    for o in outcomes:
+        variant = next((v for v in proofs.VARIANTS if o.id.endswith("/ " + v.toggle)), None)
+        prop = proofs.BY_ID[variant.breaks if variant else o.id]
+        colour = "green" if o.ok else "bold red"
+        table.add_row(
+            o.id,
+            variant.why if variant else "faithful",
+            ", ".join(prop.premises) + (", realistic" if variant else ""),
+            str(o.k),
+            o.expected,
+            f"[{colour}]{o.result}[/]",
+            f"{o.seconds:.2f}s",
+        )
+        if o.witness is not None:
+            path = write(proofs.counterexample(o, variant), out_dir / f"{o.id.replace(' / ', '--')}.json")
+            files.append((o, path))
+    out.print(table)
+    for o, path in files:
+        w = o.witness
+        out.print(
+            f"{o.id}: local {list(w.local.entries)} max {w.local.max}, master {list(w.master.entries)} "
+            f"max {w.master.max} -> point {o.point}   (rmqcheck replay {path})"
+        )
+    if not args.only:
+        for line in proofs.unbounded_report():
+            out.print(line)
+    bad = [o for o in outcomes if not o.ok]
+    out.print(
+        f"{len(outcomes)} checks in {time.perf_counter() - started:.1f}s; bounded: every pair of lists of up to "
+        f"{args.k} entries, offsets unbounded integers below Long.MAX_VALUE."
+    )
+    if bad:
+        out.print(f"[bold red]{len(bad)} result(s) differ from what is expected: {', '.join(o.id for o in bad)}[/]")
+        return 1
     return 0
 
 
@@ -294,6 +370,12 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("file")
     r.add_argument("--quiet", action="store_true", help="print only the verdict")
     r.set_defaults(func=cmd_replay)
+
+    pr = sub.add_parser("prove", help="Z3 proofs of the truncation search, and counterexamples to its wrong variants")
+    pr.add_argument("--k", type=int, default=8, help="longest epoch list on each side (default 8)")
+    pr.add_argument("--only", action="append", metavar="ID", help="one property id or variant toggle (repeatable)")
+    pr.add_argument("--out", default="counterexamples/prove", help="directory for counterexample files")
+    pr.set_defaults(func=cmd_prove)
 
     b = sub.add_parser("bugs", help="list the bug toggles")
     b.add_argument("--list", action="store_true", help="list them (the default)")

@@ -8,6 +8,11 @@ hunt for one end-to-end invariant only (minimal counterexamples stop at the firs
 early-warning one). expected/<name>.scn: a guarantee that a configuration gives up, found by
 hunting that configuration for one invariant. A hunt that finds nothing leaves the existing
 file alone and says so.
+
+The consistent-point variants of `rmqcheck prove` (checkers/proofs.py) get toggles/<toggle>.scn
+from their Z3 counterexample instead: a start built from the two epoch lists (`replica` lines),
+then the handshake. What a hunt from the empty cluster finds for them goes to
+toggles/<toggle>--<invariant>.scn.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rmqcheck.checkers import configs
+from rmqcheck.checkers import configs, proofs
 from rmqcheck.checkers.counterexample import format_scenario
 from rmqcheck.checkers.hunting import find
 from rmqcheck.invariants.catalogue import expected_ids
@@ -56,14 +61,25 @@ def main(argv=None) -> int:
     for t in TOGGLES:
         if args.names and t.name not in args.names:
             continue
+        variant = proofs.VARIANT_BY_TOGGLE.get(t.name)
+        proved_one = variant is not None and variant.breaks.startswith("3")
+        if proved_one:
+            outcome = proofs.refute(variant, 8)
+            cx = proofs.counterexample(outcome, variant)
+            path = HERE / "toggles" / f"{t.name}.scn"
+            title = (f"{t.name} ({t.ref}): the Z3 counterexample to {variant.breaks}, as logs the handshake meets: "
+                     f"{cx.message}")
+            path.write_text(format_scenario(cx, title))
+            print(f"{t.name}: {cx.invariant} from a constructed start in {len(cx.actions)} steps -> {path}")
         cfg = configs.with_bugs(configs.from_dict(t.exposing, "exposing"), frozenset({t.name}), snapshot=False)
         finding, result = find(cfg, expected_ids(cfg), args.budget, args.seed)
         if finding is None:
             print(f"{t.name}: nothing found in {result.seconds:.0f}s; file left alone")
-            missing += 1
+            missing += not proved_one
             continue
         title = f"{t.name} ({t.ref}, {t.source}): {finding.counterexample.message}"
-        path = HERE / "toggles" / f"{t.name}.scn"
+        name = f"{t.name}--{finding.counterexample.invariant}" if proved_one else t.name
+        path = HERE / "toggles" / f"{name}.scn"
         path.parent.mkdir(exist_ok=True)
         path.write_text(format_scenario(finding.counterexample, title))
         print(f"{t.name}: {finding.counterexample.invariant} in {len(finding.counterexample.actions)} steps -> {path}")

@@ -250,7 +250,7 @@ def test_core_walks_descending_and_the_pitfall_ascending():
     local = ef.with_ends(ef.set_last_end(build((1, 0), (2, 10), (3, 20)), 30))
     master = ef.with_ends(ef.set_last_end(build((1, 0), (2, 10), (3, 20)), 40))
     assert ef.consistent_point(local, master) == 30
-    assert ef.consistent_point(local, master, highest_first=False) == 10
+    assert ef.consistent_point(local, master, search=ef.Search(highest_first=False)) == 10
 
 
 def test_epochfile_is_a_value():

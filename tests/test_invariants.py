@@ -9,6 +9,7 @@ from pathlib import Path
 from rmqcheck.checkers import configs
 from rmqcheck.checkers.counterexample import read
 from rmqcheck.checkers.replay import ReplayError, replay
+from rmqcheck.checkers.startstate import start_state
 from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, check_state, check_transition, expected_ids
 from rmqcheck.model.broker import conn_of, get_confirm_offset
 from rmqcheck.model.bugs import TOGGLES
@@ -41,9 +42,9 @@ def test_the_initial_state_satisfies_every_invariant():
         assert r.violations == [[]]
 
 
-def _violated(cfg, actions) -> set[str]:
+def _violated(cfg, actions, start=()) -> set[str]:
     """Invariants violated anywhere along `actions`, skipping actions that are not enabled."""
-    s = initial_state(cfg)
+    s = start_state(cfg, start)
     seen = {v.invariant for v in check_state(s, cfg)}
     for a in actions:
         try:
@@ -62,7 +63,7 @@ def _killed() -> dict[str, set[str]]:
         cx = read(path)
         toggle = path.stem.split("--")[0]
         without = cx.config._replace(bugs=cx.config.bugs - {toggle})
-        killed[toggle] |= _violated(cx.config, cx.actions) - _violated(without, cx.actions)
+        killed[toggle] |= _violated(cx.config, cx.actions, cx.start) - _violated(without, cx.actions, cx.start)
     return killed
 
 

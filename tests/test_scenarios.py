@@ -41,10 +41,10 @@ def test_toggle_scenario_violates_only_with_its_toggle(path):
     assert cx.invariant is not None and BY_ID[cx.invariant].expected(cx.config)
     if "--" in path.stem:
         assert path.stem.split("--")[1] == cx.invariant
-    step = reproduces(cx.config, cx.actions, cx.invariant)
+    step = reproduces(cx.config, cx.actions, cx.invariant, cx.start)
     assert step is not None, f"{path}: {cx.invariant} is not violated"
     without = cx.config._replace(bugs=cx.config.bugs - {toggle})
-    assert run_lenient(without, cx.actions, cx.invariant) is None, f"{path}: violated without {toggle} too"
+    assert run_lenient(without, cx.actions, cx.invariant, cx.start) is None, f"{path}: violated without {toggle} too"
 
 
 @pytest.mark.parametrize("path", EXPECTED_FILES, ids=lambda p: p.stem)
