@@ -60,18 +60,8 @@ class Z3Ops:
         return z3.Not(x)
 
 
-class PyOps:
-    @staticmethod
-    def ite(c, a, b):
-        return a if c else b
-
-    @staticmethod
-    def eq(a, b):
-        return a == b
-
-    @staticmethod
-    def le(a, b):
-        return a <= b
+class PyOps(ef.IntOps):
+    """The model's integer operations, plus what the properties need."""
 
     @staticmethod
     def lt(a, b):
