@@ -49,6 +49,10 @@ class Counterexample(NamedTuple):
     truncation: dict[str, Any] | None = None  # a consistent-point counterexample (checkers/proofs.py)
 
 
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def action_to_json(a: Action) -> dict[str, Any]:
     return {"action": a[0], **dict(zip(ACTIONS[a[0]].args, a[1:]))}
 
@@ -66,7 +70,7 @@ def action_from_json(obj: Any, where: str) -> Action:
         raise CounterexampleError(f"{where}: action {kind} takes {list(names)}; missing {missing}, unexpected {extra}")
     values = [obj[n] for n in names]
     for n, v in zip(names, values):
-        if not isinstance(v, int) or isinstance(v, bool):
+        if not _int(v):
             raise CounterexampleError(f"{where}: action {kind}: argument '{n}' must be an integer, got {v!r}")
     return (kind, *values)
 
@@ -103,10 +107,6 @@ def to_json(cx: Counterexample) -> dict[str, Any]:
 
 def replica_to_json(r: Replica) -> dict[str, Any]:
     return {"broker": r.broker, "epochs": [list(e) for e in r.epochs], "log": r.log}
-
-
-def _int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def replica_from_json(obj: Any, where: str) -> Replica:
@@ -162,7 +162,7 @@ def from_json(data: Any, where: str) -> Counterexample:
         inv_id, message = inv["id"], inv.get("message", "")
         _check_invariant(inv_id, where)
     seed = data.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+    if seed is not None and not _int(seed):
         raise CounterexampleError(f"{where}: 'seed' must be an integer or null")
     start = data.get("start", [])
     if not isinstance(start, list):

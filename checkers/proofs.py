@@ -22,6 +22,7 @@ import z3
 from rmqcheck.invariants.catalogue import check_state, check_transition
 from rmqcheck.model import epochfile as ef
 from rmqcheck.model.config import NO_FAULTS, SYNC_FLUSH, Config
+from rmqcheck.model.ha import SEARCH_TOGGLES, truncation_search
 from rmqcheck.model.step import NotEnabled, step
 
 from .counterexample import Counterexample
@@ -107,12 +108,7 @@ def concrete(local: Sequence[ef.Entry], local_max: int, master: Sequence[ef.Entr
 
 def point(x: Instance, ops: Any, search: ef.Search = ef.FAITHFUL) -> Any:
     """What doTruncate computes: the model's own code, on `ops`."""
-    return ef.consistent_point(
-        ef.truncation_view(x.local.entries, INF, x.local.max, ops),
-        ef.truncation_view(x.master.entries, INF, x.master.max, ops),
-        ops,
-        search,
-    )
+    return ef.truncation_point(x.local.entries, INF, x.local.max, x.master.entries, x.master.max, ops, search)
 
 
 # --- the spec's vocabulary -------------------------------------------------------------------
@@ -253,12 +249,7 @@ def bad_resume(x: Instance, r: Any, ops: Any, search: ef.Search = ef.FAITHFUL) -
         prefix = ops.and_(ops.le(c, len(mas)), *same, master_below) if c <= len(mas) else ops.or_()
         if c:
             stale = loc[c][1] if c < len(loc) else INF  # Q1 keeps the first removed start
-            again = ef.consistent_point(
-                ef.truncation_view(loc[:c], stale, r, ops),
-                ef.truncation_view(mas, INF, x.master.max, ops),
-                ops,
-                search,
-            )
+            again = ef.truncation_point(loc[:c], stale, r, mas, x.master.max, ops, search)
             prefix = ops.and_(prefix, ops.eq(again, r))
         out.append(ops.and_(kept_here, ops.not_(prefix)))
     return ops.or_(*out)
@@ -266,6 +257,7 @@ def bad_resume(x: Instance, r: Any, ops: Any, search: ef.Search = ef.FAITHFUL) -
 
 class Property(NamedTuple):
     id: str
+    kind: str  # which violation formula: a key of _VIOLATIONS
     statement: str
     premises: tuple[str, ...]
     holds: bool  # expected outcome on the faithful search
@@ -278,17 +270,23 @@ PREMISES: dict[str, Callable[[Instance, Any], Any]] = {
 }
 
 PROPERTIES: tuple[Property, ...] = (
-    Property("1-range", "the point is -1 or in [0, min(local max, master max)]", ("well-formed", "within-log"), True),
+    Property(
+        "1-range", "range", "the point is -1 or in [0, min(local max, master max)]", ("well-formed", "within-log"), True
+    ),
     Property(
         "1q-range-quirk",
+        "range",
         "without within-log the point can pass both max offsets (Long.MAX_VALUE when both last "
         "starts are beyond their max: setLastEpochEntryEndOffset is a no-op)",
         ("well-formed",),
         False,
     ),
-    Property("2-minus-one", "the point is -1 exactly when no (epoch, start) is on both sides", ("well-formed",), True),
+    Property(
+        "2-minus-one", "minus-one", "the point is -1 exactly when no (epoch, start) is on both sides", ("well-formed",), True
+    ),
     Property(
         "3-safety",
+        "safety",
         "every offset the slave keeps below the point is on the master with the same bytes, for all "
         "logs consistent with the lists and log matching",
         ("well-formed", "within-log"),
@@ -296,12 +294,14 @@ PROPERTIES: tuple[Property, ...] = (
     ),
     Property(
         "3q-safety-quirk",
+        "safety",
         "without within-log the slave may keep bytes the master does not hold",
         ("well-formed",),
         False,
     ),
     Property(
         "4-optimality",
+        "optimality",
         "the first offset cut away may differ on some consistent logs, so no search over the epoch "
         "lists alone may keep more",
         ("well-formed", "within-log"),
@@ -309,6 +309,7 @@ PROPERTIES: tuple[Property, ...] = (
     ),
     Property(
         "5-resume",
+        "resume",
         "after truncateSuffixByOffset the slave's list is the master's entries below the point and "
         "the next handshake finds the same point",
         ("well-formed", "within-log", "lists-match"),
@@ -321,17 +322,18 @@ BY_ID = {p.id: p for p in PROPERTIES}
 _WITNESS = z3.Int("o")
 
 
+_VIOLATIONS: dict[str, Callable[..., Any]] = {
+    "range": lambda x, r, ops, o, search: bad_range(x, r, ops),
+    "minus-one": lambda x, r, ops, o, search: bad_minus_one(x, r, ops),
+    "safety": lambda x, r, ops, o, search: bad_safety_at(x, r, o, ops),
+    "optimality": lambda x, r, ops, o, search: bad_optimality(x, r, ops),
+    "resume": lambda x, r, ops, o, search: bad_resume(x, r, ops, search),
+}
+
+
 def violation(prop_id: str, x: Instance, r: Any, ops: Any, o: Any = None, search: ef.Search = ef.FAITHFUL) -> Any:
-    base = prop_id.split("-")[0].rstrip("q")
-    if base == "1":
-        return bad_range(x, r, ops)
-    if base == "2":
-        return bad_minus_one(x, r, ops)
-    if base == "3":
-        return bad_safety_at(x, r, o, ops)
-    if base == "4":
-        return bad_optimality(x, r, ops)
-    return bad_resume(x, r, ops, search)
+    """The property's violation at result r (safety: at the witness offset o)."""
+    return _VIOLATIONS[BY_ID[prop_id].kind](x, r, ops, o, search)
 
 
 # --- concrete evaluation (replay, differential tests) ------------------------------------------
@@ -340,7 +342,7 @@ def violation(prop_id: str, x: Instance, r: Any, ops: Any, o: Any = None, search
 def concrete_violation(prop_id: str, x: Instance, search: ef.Search = ef.FAITHFUL) -> str | None:
     """The property's violation on concrete lists, described, or None when it holds."""
     r = point(x, PY, search)
-    if prop_id.startswith("3"):
+    if BY_ID[prop_id].kind == "safety":
         for o in range(0, min(r, x.local.max)):
             if violation(prop_id, x, r, PY, o):
                 return f"the slave keeps offset {o} below the point {r}, where the logs may differ"
@@ -367,6 +369,7 @@ class Outcome(NamedTuple):
     seconds: float
     witness: Instance | None = None
     point: int | None = None
+    toggle: str | None = None  # the wrong variant refuted, if any
 
     @property
     def ok(self) -> bool:
@@ -437,25 +440,25 @@ def check(
 
 
 class Variant(NamedTuple):
-    toggle: str  # the model's bug toggle that runs this search
-    search: ef.Search
+    toggle: str  # the model's bug toggle that runs this search (model/ha.py SEARCH_TOGGLES)
     breaks: str  # the property id it violates
     why: str
 
+    @property
+    def search(self) -> ef.Search:
+        return truncation_search(Config(bugs=frozenset({self.toggle})))
+
 
 VARIANTS: tuple[Variant, ...] = (
-    Variant("truncation_ascending_epochs", ef.Search(highest_first=False), "4-optimality",
+    Variant("truncation_ascending_epochs", "4-optimality",
             "ascending iteration (RIP-44 pseudo-code): the lowest common epoch wins, the slave cuts acked data"),
-    Variant("truncation_max_end", ef.Search(end="max"), "3-safety", "max instead of min of the two ends"),
-    Variant("truncation_matches_epoch_only", ef.Search(match="epoch"), "3-safety",
-            "matching on the epoch without the start offset"),
-    Variant("truncation_matches_start_only", ef.Search(match="start"), "3-safety",
-            "matching on the start offset without the epoch"),
-    Variant("truncation_keeps_local_end", ef.Search(end="local"), "3-safety",
-            "the slave's end only: ignores the epochs only the master has"),
-    Variant("truncation_keeps_master_end", ef.Search(end="master"), "3-safety",
-            "the master's end only: ignores the epochs only the slave has"),
+    Variant("truncation_max_end", "3-safety", "max instead of min of the two ends"),
+    Variant("truncation_matches_epoch_only", "3-safety", "matching on the epoch without the start offset"),
+    Variant("truncation_matches_start_only", "3-safety", "matching on the start offset without the epoch"),
+    Variant("truncation_keeps_local_end", "3-safety", "the slave's end only: ignores the epochs only the master has"),
+    Variant("truncation_keeps_master_end", "3-safety", "the master's end only: ignores the epochs only the slave has"),
 )
+assert {v.toggle for v in VARIANTS} == SEARCH_TOGGLES.keys()
 VARIANT_BY_TOGGLE = {v.toggle: v for v in VARIANTS}
 
 SCENARIO_BOUND = 12  # offsets and epochs of a variant's counterexample, so its scenario stays short
@@ -464,7 +467,7 @@ SCENARIO_BOUND = 12  # offsets and epochs of a variant's counterexample, so its 
 def refute(v: Variant, k: int) -> Outcome:
     prop = BY_ID[v.breaks]
     out = check(prop, k, v.search, extra=lambda x: realistic(x, Z3, SCENARIO_BOUND), min_length=1)
-    return out._replace(id=f"{v.breaks} / {v.toggle}", statement=v.why)
+    return out._replace(id=f"{v.breaks} / {v.toggle}", statement=v.why, toggle=v.toggle)
 
 
 def run_all(k: int = 8, only: Sequence[str] = ()) -> list[Outcome]:

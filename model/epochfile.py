@@ -219,6 +219,26 @@ def truncation_view(
     return tuple(out)
 
 
+def truncation_point(
+    local: Sequence[tuple[Any, Any]],
+    local_last_end: Any,
+    local_max: Any,
+    master: Sequence[tuple[Any, Any]],
+    master_max: Any,
+    ops: Any = INT_OPS,
+    search: Search = FAITHFUL,
+) -> Any:
+    """The point `doTruncate` computes from the two entry lists: both views, then
+    local.findConsistentPoint(master). The master's cache is built fresh (last end INF); the
+    local one keeps its in-memory last end, which Q1 can leave stale."""
+    return consistent_point(
+        truncation_view(local, local_last_end, local_max, ops),
+        truncation_view(master, INF, master_max, ops),
+        ops,
+        search,
+    )
+
+
 def consistent_point(
     local: Sequence[tuple[Any, Any, Any]],
     master: Sequence[tuple[Any, Any, Any]],
@@ -304,6 +324,4 @@ def find_consistent_point(
     mas = validated_entries(master, "master")
     local_max_offset = operator.index(local_max_offset)
     master_max_offset = operator.index(master_max_offset)
-    return consistent_point(
-        truncation_view(loc, INF, local_max_offset), truncation_view(mas, INF, master_max_offset), INT_OPS, search
-    )
+    return truncation_point(loc, INF, local_max_offset, mas, master_max_offset, INT_OPS, search)

@@ -43,7 +43,7 @@ def report_slave_max_offset(s: Broker) -> Broker:
 
 
 # The wrong consistent-point searches (model/bugs.py pitfalls) as `epochfile.Search` fields.
-_SEARCH_TOGGLES = {
+SEARCH_TOGGLES = {
     "truncation_ascending_epochs": {"highest_first": False},
     "truncation_max_end": {"end": "max"},
     "truncation_keeps_local_end": {"end": "local"},
@@ -55,7 +55,7 @@ _SEARCH_TOGGLES = {
 
 def truncation_search(cfg: Config) -> ef.Search:
     fields: dict = {}
-    for name, override in _SEARCH_TOGGLES.items():
+    for name, override in SEARCH_TOGGLES.items():
         if cfg.has(name):
             fields.update(override)
     return ef.Search(**fields)
@@ -77,11 +77,8 @@ def do_truncate(
     received = s.client.received_epoch if cfg.has("received_epoch_survives_truncation") else -1
     if not s.epochs.entries:
         return s._replace(client=s.client._replace(state=TRANSFER, reported=0, received_epoch=received))
-    point = ef.consistent_point(
-        ef.truncation_view(s.epochs.entries, s.epochs.last_end, max_phy(s)),
-        ef.truncation_view(master_entries, INF, master_max),
-        ef.INT_OPS,
-        truncation_search(cfg),
+    point = ef.truncation_point(
+        s.epochs.entries, s.epochs.last_end, max_phy(s), master_entries, master_max, ef.INT_OPS, truncation_search(cfg)
     )
     if point < 0:
         return None

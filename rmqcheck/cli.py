@@ -283,7 +283,7 @@ def cmd_prove(args) -> int:
     out_dir = Path(args.out)
     files = []
     for o in outcomes:
-        variant = next((v for v in proofs.VARIANTS if o.id.endswith("/ " + v.toggle)), None)
+        variant = proofs.VARIANT_BY_TOGGLE.get(o.toggle)
         prop = proofs.BY_ID[variant.breaks if variant else o.id]
         colour = "green" if o.ok else "bold red"
         table.add_row(
