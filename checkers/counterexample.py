@@ -10,6 +10,7 @@ Scenario text, one directive per line, `#` starts a comment:
     replica broker=1 epochs=1:0,2:1 log=2   # optional: start from these logs (checkers/startstate.py)
     ha_connect slave=2                      # then one action per line
     alter_sss broker=1 lost=1
+    loop                                    # liveness (expect L1/L2): the actions after it repeat for ever
 
 A JSON counterexample of `rmqcheck prove` also carries a `truncation` section: the two epoch
 lists, the search variant and the property its point violates, re-checked on integers by replay.
@@ -47,6 +48,7 @@ class Counterexample(NamedTuple):
     depends_on: tuple[str, ...] = ()  # active toggles the violation needs
     start: tuple[Replica, ...] = ()  # constructed start logs; () is the model's initial state
     truncation: dict[str, Any] | None = None  # a consistent-point counterexample (checkers/proofs.py)
+    loop: int | None = None  # a liveness lasso: actions[loop:] return to the state after actions[:loop]
 
 
 def _int(v: Any) -> bool:
@@ -76,9 +78,7 @@ def action_from_json(obj: Any, where: str) -> Action:
 
 
 def to_json(cx: Counterexample) -> dict[str, Any]:
-    from rmqcheck.invariants.catalogue import BY_ID
-
-    inv = BY_ID.get(cx.invariant) if cx.invariant else None
+    inv = _property(cx.invariant) if cx.invariant else None
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": f"rmqcheck {rmqcheck.__version__}",
@@ -101,6 +101,7 @@ def to_json(cx: Counterexample) -> dict[str, Any]:
         "steps": len(cx.actions),
         **({"start": [replica_to_json(r) for r in cx.start]} if cx.start else {}),
         **({"truncation": cx.truncation} if cx.truncation is not None else {}),
+        **({"loop": cx.loop} if cx.loop is not None else {}),
         "actions": [action_to_json(a) for a in cx.actions],
     }
 
@@ -172,6 +173,8 @@ def from_json(data: Any, where: str) -> Counterexample:
         raise CounterexampleError(f"{where}: 'truncation' must be an object")
     replicas = tuple(replica_from_json(r, f"{where}: start[{i}]") for i, r in enumerate(start))
     _check_start(replicas, cfg, f"{where}: start")
+    loop = data.get("loop")
+    _check_loop(loop, len(actions), inv_id, where)
     return Counterexample(
         cfg,
         actions,
@@ -182,14 +185,38 @@ def from_json(data: Any, where: str) -> Counterexample:
         tuple(data.get("depends_on_toggles", ())),
         replicas,
         truncation,
+        loop,
     )
+
+
+def _property(inv_id: str):
+    """The safety invariant or liveness property with this id, or None."""
+    from rmqcheck.invariants.catalogue import BY_ID
+    from rmqcheck.invariants.liveness import LIVENESS_BY_ID
+
+    return BY_ID.get(inv_id) or LIVENESS_BY_ID.get(inv_id)
 
 
 def _check_invariant(inv_id: str, where: str) -> None:
     from rmqcheck.invariants.catalogue import BY_ID
+    from rmqcheck.invariants.liveness import LIVENESS_BY_ID
 
-    if inv_id not in BY_ID:
-        raise CounterexampleError(f"{where}: unknown invariant {inv_id!r} (known: {', '.join(BY_ID)})")
+    if _property(inv_id) is None:
+        known = ", ".join([*BY_ID, *LIVENESS_BY_ID])
+        raise CounterexampleError(f"{where}: unknown invariant {inv_id!r} (known: {known})")
+
+
+def _check_loop(loop: Any, n_actions: int, inv_id: str | None, where: str) -> None:
+    from rmqcheck.invariants.liveness import LIVENESS_BY_ID
+
+    if loop is None:
+        if inv_id in LIVENESS_BY_ID:
+            raise CounterexampleError(f"{where}: a liveness counterexample ({inv_id}) needs a loop")
+        return
+    if not _int(loop) or not 0 <= loop < n_actions:
+        raise CounterexampleError(f"{where}: 'loop' must be an action index below {n_actions}, got {loop!r}")
+    if inv_id not in LIVENESS_BY_ID:
+        raise CounterexampleError(f"{where}: a loop needs a liveness property (expect L1 or L2), not {inv_id!r}")
 
 
 def _parse_value(text: str, where: str) -> Any:
@@ -224,6 +251,7 @@ def parse_scenario(text: str, where: str) -> Counterexample:
     seed = None
     actions: list[Action] = []
     start: list[Replica] = []
+    loop: int | None = None
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -256,6 +284,10 @@ def parse_scenario(text: str, where: str) -> Counterexample:
                 _check_invariant(expect, at)
         elif head == "replica":
             start.append(_parse_replica(rest, at))
+        elif head == "loop":
+            if rest or loop is not None:
+                raise CounterexampleError(f"{at}: 'loop' stands alone on its line, once")
+            loop = len(actions)
         elif head in ACTIONS:
             args = _pairs(rest, at)
             actions.append(action_from_json({"action": head, **args}, at))
@@ -272,7 +304,8 @@ def parse_scenario(text: str, where: str) -> Counterexample:
     except ConfigError as exc:
         raise CounterexampleError(str(exc)) from None
     _check_start(start, cfg, where)
-    return Counterexample(cfg, tuple(actions), expect, seed=seed, method="scenario", start=tuple(start))
+    _check_loop(loop, len(actions), expect, where)
+    return Counterexample(cfg, tuple(actions), expect, seed=seed, method="scenario", start=tuple(start), loop=loop)
 
 
 def _check_start(replicas, cfg: Config, where: str) -> None:
@@ -321,7 +354,9 @@ def format_scenario(cx: Counterexample, title: str = "") -> str:
     for r in cx.start:
         epochs = ",".join(f"{e}:{s}" for e, s in r.epochs) or "none"
         lines.append(f"replica broker={r.broker} epochs={epochs} log={r.log}")
-    for a in cx.actions:
+    for i, a in enumerate(cx.actions):
+        if i == cx.loop:
+            lines.append("loop")
         args = " ".join(f"{n}={v}" for n, v in zip(ACTIONS[a[0]].args, a[1:]))
         lines.append(f"{a[0]} {args}".rstrip())
     return "\n".join(lines) + "\n"

@@ -31,7 +31,7 @@ class Finding(NamedTuple):
     counterexample: Counterexample
     kind: str
     note: str
-    hypothesis_steps: int  # length of Hypothesis's own shrunk run, before delta debugging
+    raw_steps: int  # length before delta debugging (Hypothesis's own shrunk run, or the walk)
 
 
 def classify(cfg: Config, inv_id: str, depends_on: Iterable[str], needs_several: bool = False) -> tuple[str, str]:
@@ -50,6 +50,20 @@ def classify(cfg: Config, inv_id: str, depends_on: Iterable[str], needs_several:
     return UNEXPLAINED, "expected to hold here and not attributable to a known snapshot defect"
 
 
+def explain(
+    cfg: Config, actions: list, inv_id: str, message: str, seed: int | None, method: str, raw_steps: int
+) -> Finding:
+    """Attribute and classify a counterexample that already violates `inv_id`."""
+    hit = replay(cfg, actions, frozenset({inv_id})).first(inv_id)
+    message = hit[1].message if hit else message
+    deps = tuple(toggle_dependencies(cfg, actions, inv_id))
+    several = (not deps and bool(cfg.bugs & SNAPSHOT)
+               and run_lenient(cfg._replace(bugs=cfg.bugs - SNAPSHOT), actions, inv_id) is None)
+    kind, note = classify(cfg, inv_id, deps, several)
+    cx = Counterexample(cfg, tuple(actions), inv_id, message, seed, method, deps)
+    return Finding(cx, kind, note, raw_steps)
+
+
 def find(
     cfg: Config, targets: Iterable[str], budget: float, seed: int = 0, profile: str = "deep", on_batch=None
 ) -> tuple[Finding | None, HuntResult]:
@@ -59,14 +73,7 @@ def find(
     v = result.violation
     inv_id = v.violation.invariant
     actions = shrink(cfg, v.actions, inv_id)
-    hit = replay(cfg, actions, frozenset({inv_id})).first(inv_id)
-    message = hit[1].message if hit else v.violation.message
-    deps = tuple(toggle_dependencies(cfg, actions, inv_id))
-    several = (not deps and bool(cfg.bugs & SNAPSHOT)
-               and run_lenient(cfg._replace(bugs=cfg.bugs - SNAPSHOT), actions, inv_id) is None)
-    kind, note = classify(cfg, inv_id, deps, several)
-    cx = Counterexample(cfg, tuple(actions), inv_id, message, result.seed, "stateful", deps)
-    return Finding(cx, kind, note, len(v.actions)), result
+    return explain(cfg, actions, inv_id, v.violation.message, result.seed, "stateful", len(v.actions)), result
 
 
 def default_path(out_dir: str | Path, label: str, finding: Finding) -> Path:

@@ -25,6 +25,11 @@ NONE = "NONE"  # after a restart, before the controller gave a role (fenced)
 READY = "READY"
 TRANSFER = "TRANSFER"
 
+# Java's timestamp 0 (1970): decades before any tick, whereas the model's time 0 is the start
+# of the run. Timestamps the code starts at 0 (lastTransferTimeMs, a missing caught-up time)
+# start here, so they look as old as they are (and the explorer's time view stays exact).
+EPOCH_ZERO = -(10**9)
+
 
 class Conn(NamedTuple):
     """`AutoSwitchHAConnection`, the master's end of one slave's HA connection (§2.4)."""
@@ -37,7 +42,7 @@ class Conn(NamedTuple):
     transfer_epoch: int = -1  # currentTransferEpoch
     transfer_end: int = 0  # currentTransferEpochEndOffset (starts at 0); -1 means unbounded (last epoch)
     last_master_max: int = -1  # lastMasterMaxOffset: master max at the last data send
-    last_transfer_time: int = 0  # lastTransferTimeMs
+    last_transfer_time: int = EPOCH_ZERO  # lastTransferTimeMs
 
 
 class Client(NamedTuple):
@@ -252,7 +257,7 @@ def remove_connection(b: Broker, slave: int, cfg: Config) -> Broker:
 
 def update_caught_up(b: Broker, slave: int, t: int) -> Broker:
     """`updateConnectionLastCaughtUpTime`: keeps the max of old and new."""
-    old = dict(b.caught_up).get(slave, 0)
+    old = dict(b.caught_up).get(slave, EPOCH_ZERO)
     return b._replace(caught_up=_set_pair(b.caught_up, slave, max(old, t)))
 
 

@@ -314,6 +314,16 @@ TOGGLES: tuple[Toggle, ...] = (
         ("I7",),
         {**_DURABLE, "brokers": 3, "faults": _faults(crashes=1)},
     ),
+    Toggle(
+        "no_inactive_master_scan",
+        "C1",
+        "apache/rocketmq#9717 (fix 8fc57f1468); before #6382 / PR #6383 there was no periodic scan at all",
+        "The controller never turns a dead master into an election (jRaft's scanNotActiveBroker had an inverted "
+        "guard; before #6382 a missed inactive event was never repeated): a set whose master died stays "
+        "without one while its live slaves keep seeing the same masterEpoch. A liveness defect (L1).",
+        ("L1",),
+        {**_DURABLE, "brokers": 2, "max_messages": 0, "faults": _faults(crashes=1)},
+    ),
 )
 
 BY_NAME: dict[str, Toggle] = {t.name: t for t in TOGGLES}

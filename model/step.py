@@ -544,6 +544,8 @@ def rule_controller_elect(s: State, cfg: Config) -> State | None:
     alive = alive_set(s, cfg)
     if not controller_serving(s, cfg) or applied.master is None or applied.master in alive or not alive:
         return None
+    if cfg.has("no_inactive_master_scan"):
+        return None  # #9717: the scan never fires
     s = _periodic(s, "controller_scan")
     if s is None:
         return None

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from rmqcheck import __version__
-from rmqcheck.checkers import configs
-from rmqcheck.checkers.counterexample import Counterexample, CounterexampleError, format_scenario, read
+from rmqcheck.checkers import configs, explore, liveness
+from rmqcheck.checkers.counterexample import Counterexample, CounterexampleError, format_scenario, read, write
 from rmqcheck.checkers.describe import changes, state_lines
 from rmqcheck.checkers.hunting import (
     BUG_TOGGLE,
@@ -23,14 +23,17 @@ from rmqcheck.checkers.hunting import (
     UNEXPLAINED,
     Finding,
     default_path,
+    explain,
     find,
     write_finding,
 )
 from rmqcheck.checkers.replay import ReplayError, replay
+from rmqcheck.checkers.walk import walk
 from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, expected_ids
+from rmqcheck.invariants.liveness import LIVENESS, LIVENESS_BY_ID
 from rmqcheck.model.bugs import BY_NAME, SNAPSHOT, TOGGLES
 from rmqcheck.model.config import Config
-from rmqcheck.model.step import format_action
+from rmqcheck.model.step import ACTIONS, format_action
 
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False)
@@ -74,9 +77,12 @@ def _print_finding(f: Finding, path: Path | None) -> None:
     colour = {EXPECTED: "yellow", SNAPSHOT_DEFECT: "magenta", BUG_TOGGLE: "magenta", UNEXPLAINED: "red"}[f.kind]
     out.print(f"[bold {colour}]{cx.invariant} {inv.name} violated[/] ({f.kind}): {cx.message}")
     out.print(f"  {f.note}")
-    out.print(
-        f"  {len(cx.actions)} steps after delta debugging (Hypothesis shrank to {f.hypothesis_steps}); seed {cx.seed}"
-    )
+    how = {
+        "stateful": f"after delta debugging (Hypothesis shrank to {f.raw_steps})",
+        "walk": f"after delta debugging (the walk took {f.raw_steps})",
+        "explore": "(breadth-first: shortest within its scope)",
+    }.get(cx.method, "")
+    out.print(f"  {len(cx.actions)} steps {how}; seed {cx.seed}")
     for i, a in enumerate(cx.actions, start=1):
         out.print(f"  {i:3d}. {format_action(a)}")
     if path is not None:
@@ -107,8 +113,6 @@ def cmd_invariants(args) -> int:
 
 
 def cmd_hunt(args) -> int:
-    if args.method != "stateful":
-        raise UsageError(f"--method {args.method} is not available in this version (only 'stateful')")
     toggles = frozenset(args.bug or ())
     unknown = sorted(toggles - BY_NAME.keys())
     if unknown:
@@ -120,21 +124,169 @@ def cmd_hunt(args) -> int:
     targets = expected_ids(cfg)
     label = "+".join(sorted(toggles)) or (args.config or "durable") + ("-intended" if args.intended else "")
     out.print(
-        f"hunting {label}: {len(cfg.bugs)} toggles on, invariants {', '.join(sorted(targets))}, "
+        f"hunting {label} ({args.method}): {len(cfg.bugs)} toggles on, invariants {', '.join(sorted(targets))}, "
         f"budget {args.budget:g}s, seed {args.seed}"
     )
+    finding = {"stateful": _hunt_stateful, "explore": _hunt_explore, "walk": _hunt_walk}[args.method](
+        cfg, targets, args, label
+    )
+    if finding is None:
+        out.print(f"[green]no violation found[/] within {args.budget:g}s")
+        return 0
+    path = Path(args.out) if args.out else default_path("counterexamples", f"{label}-{args.method}", finding)
+    write_finding(finding, path)
+    _print_finding(finding, path)
+    return 1
+
+
+def _hunt_stateful(cfg: Config, targets, args, label: str) -> Finding | None:
     finding, result = find(cfg, targets, args.budget, args.seed, on_batch=_progress(label))
     rate = result.stats.steps / max(result.seconds, 1e-9)
     out.print(
         f"{result.stats.examples} examples, {result.stats.steps} steps in {result.seconds:.1f}s ({rate:,.0f} steps/s)"
     )
-    if finding is None:
-        out.print(f"[green]no violation found[/] within {args.budget:g}s")
-        return 0
-    path = Path(args.out) if args.out else default_path("counterexamples", label, finding)
-    write_finding(finding, path)
-    _print_finding(finding, path)
-    return 1
+    return finding
+
+
+def _explore_progress(label: str, p: explore.Progress) -> None:
+    out.print(
+        f"  {label}: {p.states:,} states, {p.states / max(p.seconds, 1e-9):,.0f} states/s, "
+        f"queue {p.queue:,}, depth {p.depth}, {p.seconds:.0f}s"
+    )
+
+
+def _hunt_explore(cfg: Config, targets, args, label: str) -> Finding | None:
+    found, tried = explore.hunt(cfg, targets, args.budget, _explore_progress)
+    for scope, bounds, r in tried:
+        out.print(
+            f"scope {scope.max_messages} msg, sizes {list(scope.message_sizes)}, faults "
+            f"{_fault_text(scope)}, epochs <= {bounds.max_epoch}: {r.states:,} states, {r.transitions:,} "
+            f"transitions, depth {r.depth}, {r.seconds:.1f}s, {r.stopped}"
+        )
+    if found is None:
+        return None
+    h = found.hit
+    return explain(found.cfg, list(h.actions), h.invariant, h.message, None, "explore", len(h.actions))
+
+
+def _hunt_walk(cfg: Config, targets, args, label: str) -> Finding | None:
+    def report(walks: int, steps: int, seconds: float) -> None:
+        out.print(f"  {label}: {walks:,} walks, {steps:,} steps, {steps / max(seconds, 1e-9):,.0f} steps/s")
+
+    r = walk(cfg, args.seed, args.depth, args.budget, targets, progress=report)
+    out.print(f"{r.walks:,} walks of up to {args.depth} steps, {r.steps:,} steps in {r.seconds:.1f}s")
+    if r.hit is None:
+        return None
+    h = r.hit
+    out.print(f"walk {h.walk} of seed {args.seed} violated {h.invariant} after {len(h.actions)} steps")
+    return explain(cfg, list(h.shrunk), h.invariant, h.message, args.seed, "walk", len(h.actions))
+
+
+def _fault_text(cfg: Config) -> str:
+    return ", ".join(f"{k}={v}" for k, v in cfg.faults._asdict().items() if v) or "none"
+
+
+def cmd_explore(args) -> int:
+    if args.config in explore.STANDARD:
+        std = explore.STANDARD[args.config]
+        cfg, bounds, description = std.cfg, std.bounds, std.description
+    else:
+        cfg = configs.load(args.config)
+        bounds, description = explore.Bounds(), args.config
+    overrides = {k: v for k, v in (("max_epoch", args.max_epoch), ("max_sss_epoch", args.max_sss_epoch),
+                                   ("max_depth", args.max_depth)) if v is not None}
+    if args.symmetry is not None:
+        overrides["symmetry"] = args.symmetry
+    bounds = bounds._replace(**overrides)
+    if args.messages is not None:
+        cfg = configs.from_dict({"max_messages": args.messages}, "--messages", cfg)
+    if args.bug:
+        cfg = configs.from_dict({"bugs": sorted(cfg.bugs | set(args.bug))}, "--bug", cfg)
+    if args.liveness:
+        return _explore_liveness(args, cfg, bounds._replace(symmetry=False), description)
+    out.print(f"exploring {args.config}: {description}")
+    out.print(f"  bounds: {bounds}; faults {_fault_text(cfg)}; toggles {sorted(cfg.bugs) or 'none'}")
+    ex = explore.Explorer(cfg, bounds)
+    progress = None if args.quiet else lambda p: _explore_progress(args.config, p)
+    r = ex.run(args.budget, progress=progress, progress_every=10.0)
+    verdict = "exhaustive" if r.exhaustive else f"NOT exhaustive (stopped: {r.stopped})"
+    out.print(
+        f"{r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, {r.seconds:.1f}s "
+        f"({r.states / max(r.seconds, 1e-9):,.0f} states/s); {r.pruned:,} states at the bounds not expanded; "
+        f"{verdict}; fingerprint collision probability <= {r.collision_bound:.1e}"
+    )
+    table = Table(title="invariants")
+    for col in ("invariant", "expected here", "verdict", "shortest counterexample"):
+        table.add_column(col, overflow="fold")
+    failed = 0
+    out_dir = Path(args.out)
+    for inv in CATALOGUE:
+        hit = r.hits.get(inv.id)
+        expected = inv.expected(cfg)
+        if hit is None:
+            verdict_text = "holds" + ("" if r.exhaustive else " (so far)")
+            where = "-"
+        else:
+            failed += expected
+            verdict_text = "[red]VIOLATED[/]" if expected else "violated (not promised here)"
+            finding = explain(cfg, list(hit.actions), inv.id, hit.message, None, "explore", len(hit.actions))
+            path = write_finding(finding, out_dir / f"explore-{Path(args.config).stem}-{inv.id}.json")
+            where = f"{len(hit.actions)} steps: {path}"
+        table.add_row(f"{inv.id} {inv.name}", "yes" if expected else "no", verdict_text, where)
+    out.print(table)
+    _print_coverage(r.coverage)
+    return 1 if failed else 0
+
+
+def _explore_liveness(args, cfg: Config, bounds: explore.Bounds, description: str) -> int:
+    out.print(f"liveness on {args.config}: {description} (symmetry off: unsound for liveness)")
+    out.print(f"  bounds: {bounds}; faults {_fault_text(cfg)}; toggles {sorted(cfg.bugs) or 'none'}")
+    r = liveness.check(cfg, bounds, args.budget)
+    e = r.explored
+    out.print(
+        f"{e.states:,} states, {e.transitions:,} transitions in {e.seconds:.1f}s, "
+        f"{'exhaustive' if e.exhaustive else 'NOT exhaustive: ' + e.stopped}; {r.checked} obligations analysed"
+    )
+    failed = 0
+    for prop in LIVENESS:
+        lasso = r.lassos.get(prop.id)
+        if lasso is None:
+            out.print(f"[green]{prop.id} {prop.name} holds[/] (no fair cycle keeps it open)")
+            continue
+        failed += 1
+        actions = lasso.prefix + lasso.cycle
+        cx = Counterexample(cfg, actions, prop.id, f"obligation {lasso.obligation} open on a fair cycle",
+                            method="explore", loop=len(lasso.prefix))
+        path = write(cx, Path(args.out) / f"liveness-{Path(args.config).stem}-{prop.id}.json")
+        out.print(
+            f"[bold red]{prop.id} {prop.name} VIOLATED[/]: {lasso.obligation} stays open on a fair cycle "
+            f"({len(lasso.prefix)} steps to it, {len(lasso.cycle)} around it, SCC of {lasso.scc_size} states)"
+        )
+        for i, a in enumerate(actions, start=1):
+            mark = "  <- loop" if i == len(lasso.prefix) + 1 else ""
+            out.print(f"  {i:3d}. {format_action(a)}{mark}")
+        out.print(f"  counterexample: {path}   (replay: rmqcheck replay {path})")
+    return 1 if failed else 0
+
+
+def _print_coverage(coverage) -> None:
+    table = Table(title="coverage: sometimes witnesses")
+    for col in ("witness", "status", "situation"):
+        table.add_column(col, overflow="fold")
+    for name, status, description in coverage.report():
+        style = "bold red" if status == "NOT REACHED" else ""
+        table.add_row(name, f"[{style}]{status}[/]" if style else status, description)
+    out.print(table)
+    counts = ", ".join(f"{k} {v:,}" for k, v in sorted(coverage.actions.items(), key=lambda kv: -kv[1]))
+    out.print(f"transitions per action: {counts}")
+    never = sorted(set(ACTIONS) - set(coverage.actions))
+    if never:
+        out.print(f"actions never taken: {', '.join(never)}")
+    if coverage.unreached():
+        out.print(
+            f"[bold red]not reached: {', '.join(coverage.unreached())}[/] -- the model cannot reach these "
+            "situations within these bounds, and the verdicts above say nothing about them"
+        )
 
 
 # The default job: the snapshot under its defaults and under the durable settings, and the
@@ -241,7 +393,8 @@ def cmd_replay(args) -> int:
                 v.invariant == cx.invariant or (cx.invariant is None and v.invariant in expected)
             ):
                 first_hit = (i, v.invariant)
-        table.add_row(str(i), format_action(a), changes(r.states[i - 1], r.states[i]), "\n".join(marks))
+        step_no = f"{i} (loop)" if cx.loop is not None and i == cx.loop + 1 else str(i)
+        table.add_row(step_no, format_action(a), changes(r.states[i - 1], r.states[i]), "\n".join(marks))
     if not args.quiet:
         out.print(
             f"configuration: toggles {sorted(cx.config.bugs) or 'none'}"
@@ -254,6 +407,13 @@ def cmd_replay(args) -> int:
         out.print(table)
         for line in state_lines(r.states[-1]):
             out.print(f"  end:   {line}")
+    if cx.loop is not None:
+        found = liveness.recheck(cx.config, cx.actions, cx.loop, cx.invariant)
+        if found is None:
+            out.print(f"[green]not reproduced: no fair cycle keeps {cx.invariant} open from step {cx.loop + 1}[/]")
+            return 0
+        out.print(f"[bold red]reproduced: {cx.invariant} {LIVENESS_BY_ID[cx.invariant].name} violated: {found}[/]")
+        return 1
     if cx.invariant is not None:
         if first_hit is not None and truncation_hit:
             out.print(
@@ -352,7 +512,14 @@ def parser() -> argparse.ArgumentParser:
 
     h = sub.add_parser("hunt", help="search for a violation of the invariants expected to hold")
     h.add_argument("--bug", action="append", metavar="NAME", help="turn on a bug toggle (repeatable)")
-    h.add_argument("--method", default="stateful", help="stateful (Hypothesis)")
+    h.add_argument(
+        "--method",
+        choices=("stateful", "explore", "walk"),
+        default="stateful",
+        help="stateful (Hypothesis), explore (breadth-first over growing scopes: shortest counterexamples), "
+        "walk (seeded random walks, delta-debugged)",
+    )
+    h.add_argument("--depth", type=int, default=60, help="walk: steps per walk (default 60)")
     h.add_argument("--budget", type=_budget, default=120.0, help="seconds (default 120)")
     h.add_argument("--seed", type=int, default=0)
     h.add_argument("--out", help="counterexample file (default counterexamples/<label>-<invariant>-seed<N>.json)")
@@ -365,6 +532,20 @@ def parser() -> argparse.ArgumentParser:
         help="without --bug: hunt the intended baseline (every in-snapshot defect fixed)",
     )
     h.set_defaults(func=cmd_hunt)
+
+    e = sub.add_parser("explore", help="exhaustive breadth-first exploration of a bounded configuration")
+    e.add_argument("--config", default="std2", help=f"standard ({', '.join(explore.STANDARD)}), named or JSON file")
+    e.add_argument("--budget", type=_budget, default=None, help="seconds (default: until exhausted)")
+    e.add_argument("--messages", type=int, help="override max_messages")
+    e.add_argument("--max-epoch", type=int, help="masterEpoch bound")
+    e.add_argument("--max-sss-epoch", type=int, help="syncStateSetEpoch bound")
+    e.add_argument("--max-depth", type=int, help="depth bound")
+    e.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="broker renaming")
+    e.add_argument("--out", default="counterexamples", help="directory for counterexample files")
+    e.add_argument("--quiet", action="store_true", help="no progress lines")
+    e.add_argument("--liveness", action="store_true", help="check the liveness properties (L1, L2) instead")
+    e.add_argument("--bug", action="append", metavar="NAME", help="turn on a bug toggle (repeatable)")
+    e.set_defaults(func=cmd_explore)
 
     r = sub.add_parser("replay", help="re-run a counterexample or scenario file deterministically")
     r.add_argument("file")

@@ -89,7 +89,7 @@ def test_check_reports_the_defaults_acked_loss_as_expected(tmp_path, capsys):
     "argv,message",
     [
         (["hunt", "--bug", "no_such_bug", "--budget", "1"], "unknown bug toggle"),
-        (["hunt", "--method", "explore", "--budget", "1"], "--method explore is not available"),
+        (["explore", "--config", "no_such_config"], "no such named configuration"),
         (["hunt", "--config", "no_such_config", "--budget", "1"], "no such named configuration"),
     ],
 )
@@ -145,6 +145,11 @@ def _cx(**over) -> dict:
         ("config brokers=2\nexpect I1\nwarp speed=9\n", ":3: unknown directive or action 'warp'"),
         ("config brokers=2\nexpect I1\nsend broker=1 queue=0 size\n", ":3: expected name=value"),
         ("config brokers=2 flush=SOMETIMES\nexpect none\n", "flush must be one of"),
+        ("config brokers=2\nexpect L1\ntick\n", "a liveness counterexample (L1) needs a loop"),
+        ("config brokers=2\nexpect I1\ntick\nloop\ntick\n", "a loop needs a liveness property"),
+        ("config brokers=2\nexpect L1\ntick\nloop\n", "'loop' must be an action index below 1"),
+        ("config brokers=2\nexpect L1\nloop now\ntick\n", ":3: 'loop' stands alone"),
+        (json.dumps(_cx(invariant={"id": "L2"}, loop=5)), "'loop' must be an action index below 1"),
     ],
 )
 def test_malformed_counterexample_files_exit_2_naming_the_problem(tmp_path, capsys, content, message):

@@ -6,11 +6,12 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from rmqcheck.checkers import configs
+from rmqcheck.checkers import configs, liveness
 from rmqcheck.checkers.counterexample import read
 from rmqcheck.checkers.replay import ReplayError, replay
 from rmqcheck.checkers.startstate import start_state
 from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, check_state, check_transition, expected_ids
+from rmqcheck.invariants.liveness import LIVENESS_BY_ID
 from rmqcheck.model.broker import conn_of, get_confirm_offset
 from rmqcheck.model.bugs import TOGGLES
 from rmqcheck.model.config import Config
@@ -63,13 +64,26 @@ def _killed() -> dict[str, set[str]]:
         cx = read(path)
         toggle = path.stem.split("--")[0]
         without = cx.config._replace(bugs=cx.config.bugs - {toggle})
+        if cx.loop is not None:  # a liveness lasso
+            if liveness.recheck(cx.config, cx.actions, cx.loop, cx.invariant) and not liveness.recheck(
+                without, cx.actions, cx.loop, cx.invariant
+            ):
+                killed[toggle].add(cx.invariant)
+            continue
         killed[toggle] |= _violated(cx.config, cx.actions, cx.start) - _violated(without, cx.actions, cx.start)
     return killed
 
 
+# Properties no toggle breaks yet, and why (an open gap, reported in the README).
+NO_TOGGLE_YET = {
+    "L2": "every stall found so far ends by SyncStateSet shrink or removeConnection; #9689's stall needs deeper bounds",
+}
+
+
 def test_every_invariant_catches_at_least_one_toggle():
     caught = set().union(*_killed().values())
-    missing = sorted(set(BY_ID) - caught)
+    assert not caught & NO_TOGGLE_YET.keys()
+    missing = sorted((set(BY_ID) | set(LIVENESS_BY_ID)) - caught - NO_TOGGLE_YET.keys())
     assert not missing, f"invariants no toggle scenario violates: {missing}"
 
 

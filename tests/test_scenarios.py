@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rmqcheck.checkers import liveness
 from rmqcheck.checkers.counterexample import read
 from rmqcheck.checkers.replay import replay, reproduces, run_lenient
 from rmqcheck.invariants.catalogue import BY_ID
@@ -38,12 +39,16 @@ def test_toggle_scenario_violates_only_with_its_toggle(path):
     cx = read(path)
     toggle = toggle_of(path)
     assert toggle in BY_NAME and toggle in cx.config.bugs, f"{path}: must turn on {toggle}"
-    assert cx.invariant is not None and BY_ID[cx.invariant].expected(cx.config)
     if "--" in path.stem:
         assert path.stem.split("--")[1] == cx.invariant
+    without = cx.config._replace(bugs=cx.config.bugs - {toggle})
+    if cx.loop is not None:  # a liveness lasso
+        assert liveness.recheck(cx.config, cx.actions, cx.loop, cx.invariant) is not None
+        assert liveness.recheck(without, cx.actions, cx.loop, cx.invariant) is None
+        return
+    assert cx.invariant is not None and BY_ID[cx.invariant].expected(cx.config)
     step = reproduces(cx.config, cx.actions, cx.invariant, cx.start)
     assert step is not None, f"{path}: {cx.invariant} is not violated"
-    without = cx.config._replace(bugs=cx.config.bugs - {toggle})
     assert run_lenient(without, cx.actions, cx.invariant, cx.start) is None, f"{path}: violated without {toggle} too"
 
 

@@ -1,0 +1,139 @@
+"""Coverage: "sometimes" witnesses, situations a run of the checkers is expected to reach.
+
+A witness that is never reached is reported loudly: the model cannot reach that part of the
+space under the bounds used, and every "holds" verdict there is silent about it
+(reference/anchors.md lesson 14). Each witness is a predicate over one transition.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from rmqcheck.model.broker import max_phy
+from rmqcheck.model.config import Config
+from rmqcheck.model.step import Action
+from rmqcheck.model.world import State
+
+
+class Witness(NamedTuple):
+    name: str
+    description: str
+    applies: Callable[[Config], bool]
+    not_applicable: str  # why, when `applies` is false
+    seen: Callable[[State, Action, State], bool]
+
+
+def _truncated(pre: State, a: Action, post: State) -> int | None:
+    """The offset a handshake cut a slave's log at, or None."""
+    if a[0] != "ha_connect":
+        return None
+    cut = max_phy(post.broker(a[1]))
+    return cut if cut < max_phy(pre.broker(a[1])) else None
+
+
+def _new_grants(pre: State, post: State) -> tuple[tuple[int, int], ...]:
+    return post.ctrl.grants[len(pre.ctrl.grants) :]
+
+
+def election_with_truncation(pre: State, a: Action, post: State) -> bool:
+    return _truncated(pre, a, post) is not None
+
+
+def unclean_election(pre: State, a: Action, post: State) -> bool:
+    sss = pre.ctrl.applied.sss
+    return pre.ctrl.applied.master_epoch > 0 and any(w not in sss for _, w in _new_grants(pre, post))
+
+
+def epoch_change_without_master_change(pre: State, a: Action, post: State) -> bool:
+    grants = post.ctrl.grants
+    return bool(_new_grants(pre, post)) and len(grants) >= 2 and grants[-1][1] == grants[-2][1]
+
+
+def truncation_inside_epoch(pre: State, a: Action, post: State) -> bool:
+    cut = _truncated(pre, a, post)
+    if cut is None:
+        return False
+    b = pre.broker(a[1])
+    ends = [start for _, start in b.epochs.entries[1:]] + [max_phy(b)]
+    return any(start < cut < end for (_, start), end in zip(b.epochs.entries, ends))
+
+
+def lone_master_crash(pre: State, a: Action, post: State) -> bool:
+    applied = pre.ctrl.applied
+    return a[0] == "crash" and applied.master == a[1] and applied.sss == frozenset((a[1],))
+
+
+def _always(cfg: Config) -> bool:
+    return True
+
+
+WITNESSES: tuple[Witness, ...] = (
+    Witness(
+        "election_with_truncation",
+        "after a master change, a slave's handshake truncates its log (doTruncate)",
+        lambda cfg: cfg.brokers >= 2,
+        "one broker",
+        election_with_truncation,
+    ),
+    Witness(
+        "unclean_election",
+        "the controller elects a broker outside the SyncStateSet",
+        lambda cfg: cfg.unclean,
+        "enableElectUncleanMaster=false",
+        unclean_election,
+    ),
+    Witness(
+        "epoch_change_without_master_change",
+        "the controller hands the same master a new masterEpoch (#9689's trigger)",
+        _always,
+        "",
+        epoch_change_without_master_change,
+    ),
+    Witness(
+        "truncation_inside_epoch",
+        "a handshake truncation point lies strictly inside an epoch of the slave's epoch file",
+        lambda cfg: cfg.brokers >= 2,
+        "one broker",
+        truncation_inside_epoch,
+    ),
+    Witness(
+        "lone_master_crash",
+        "the master crashes while the controller's SyncStateSet is {master}",
+        lambda cfg: cfg.faults.crashes > 0,
+        "no crash in the fault budget",
+        lone_master_crash,
+    ),
+)
+
+
+class Coverage:
+    """Per-action counts and the first step (its index in the checker's numbering) at which each
+    applicable witness was seen."""
+
+    def __init__(self, cfg: Config):
+        self.actions: dict[str, int] = {}
+        self.pending = [w for w in WITNESSES if w.applies(cfg)]
+        self.first: dict[str, object] = {}  # witness name -> whatever the checker uses to locate it
+        self.cfg = cfg
+
+    def record(self, pre: State, a: Action, post: State, where: object) -> None:
+        self.actions[a[0]] = self.actions.get(a[0], 0) + 1
+        if self.pending:
+            for w in list(self.pending):
+                if w.seen(pre, a, post):
+                    self.first[w.name] = where
+                    self.pending.remove(w)
+
+    def report(self) -> list[tuple[str, str, str]]:
+        """(witness, status, description) with status "reached", "NOT REACHED" or "n/a: why"."""
+        out = []
+        for w in WITNESSES:
+            if not w.applies(self.cfg):
+                status = f"n/a: {w.not_applicable}"
+            else:
+                status = "reached" if w.name in self.first else "NOT REACHED"
+            out.append((w.name, status, w.description))
+        return out
+
+    def unreached(self) -> list[str]:
+        return [w.name for w in self.pending]

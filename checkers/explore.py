@@ -1,0 +1,317 @@
+"""Exhaustive breadth-first exploration of a bounded configuration.
+
+Stores one 64-bit fingerprint per distinct state (the hash of its timeless view, or the least
+hash over broker renamings with symmetry on: model/abstraction.py) with a parent pointer and
+the action that first reached it, as TLC and Stateright do; a path is rebuilt by following the
+parents and replayed concretely. Breadth-first order makes the first violation of each
+invariant a shortest one. `Bounds` adds TLC-style constraints: a state past them is checked
+but not expanded.
+
+Fingerprints may collide (two states, one hash): like TLC we report the probability bound
+n^2 / 2^64 for n states.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from typing import Callable, Iterable, NamedTuple
+
+from rmqcheck.invariants.catalogue import BY_ID, Violation, check_state, check_transition
+from rmqcheck.model.abstraction import canonical_key, symmetries, timeless
+from rmqcheck.model.config import Config, FaultBudget, SYNC_FLUSH
+from rmqcheck.model.step import Action, initial_state, successors
+from rmqcheck.model.world import State
+
+from .coverage import Coverage
+
+
+class Bounds(NamedTuple):
+    """What the explorer adds to a configuration's own bounds (messages, fault budget)."""
+
+    # States past these controller epochs are checked but not expanded. Epochs grow without
+    # any fault (a SyncStateSet member lags, is shrunk, catches up, is expanded again ...).
+    max_epoch: int = 2  # masterEpoch
+    max_sss_epoch: int = 2  # syncStateSetEpoch
+    max_depth: int | None = None  # states at this depth are checked, not expanded
+    # A live broker heartbeats every second against a 10 s timeout, so it never looks dead
+    # without a fault: the clock does not advance past a tick in which a live broker that
+    # reaches the controller has not heartbeated yet. Lost heartbeats are the `hb_timeout`
+    # fault. Off: the model's freedom to delay heartbeats for ever.
+    timely_heartbeats: bool = True
+    symmetry: bool = False  # identify states up to broker renaming (model/abstraction.py)
+
+    def expands(self, s: State, depth: int) -> bool:
+        applied = s.ctrl.applied
+        return (
+            applied.master_epoch <= self.max_epoch
+            and applied.sss_epoch <= self.max_sss_epoch
+            and (self.max_depth is None or depth < self.max_depth)
+        )
+
+
+def heartbeat_due(s: State) -> bool:
+    """Some live, unfenced broker that reaches the controller has not heartbeated in this tick."""
+    for b in s.brokers:
+        if b.up and b.running and b.id not in s.cut:
+            info = s.ctrl.live[b.id - 1]
+            if info is None or info.last_update < s.now:
+                return True
+    return False
+
+
+def bounded_successors(s: State, cfg: Config, bounds: Bounds) -> list[tuple[Action, State]]:
+    out = successors(s, cfg)
+    if bounds.timely_heartbeats and heartbeat_due(s):
+        out = [x for x in out if x[0][0] != "tick"]
+    return out
+
+
+class Standard(NamedTuple):
+    cfg: Config
+    bounds: Bounds
+    description: str
+
+
+def _faults(**kw: int) -> FaultBudget:
+    return FaultBudget(**{name: kw.get(name, 0) for name in FaultBudget._fields})
+
+
+_SAFE = dict(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), message_sizes=(1,))
+
+# Standard configurations: the safe settings (allAckInSyncStateSet, SYNC_FLUSH, no unclean
+# election) on the intended baseline. Their state counts are in the README.
+STANDARD: dict[str, Standard] = {
+    "std2": Standard(
+        Config(brokers=2, max_messages=1, faults=_faults(crashes=1), **_SAFE),
+        Bounds(),
+        "2 brokers, 1 one-byte message, 1 crash, controller masterEpoch and syncStateSetEpoch <= 2",
+    ),
+    "std3": Standard(
+        Config(brokers=3, max_messages=1, faults=_faults(crashes=1), **_SAFE),
+        Bounds(symmetry=True),
+        "3 brokers, 1 one-byte message, 1 crash, both epochs <= 2, symmetry over broker renaming",
+    ),
+}
+
+
+class Hit(NamedTuple):
+    """The first (so shortest) violation of one invariant."""
+
+    invariant: str
+    message: str
+    actions: tuple[Action, ...]
+
+
+class Progress(NamedTuple):
+    states: int
+    transitions: int
+    queue: int
+    depth: int
+    seconds: float
+
+
+class Result(NamedTuple):
+    states: int  # distinct (up to the views in use)
+    transitions: int
+    depth: int  # of the deepest level explored
+    seconds: float
+    exhaustive: bool  # every reachable state within the bounds was expanded
+    stopped: str  # why it ended: "exhausted", "budget", "violation"
+    pruned: int  # states checked but not expanded because of the bounds
+    hits: dict[str, Hit]
+    coverage: Coverage
+    collision_bound: float
+    graph: "Graph | None"
+
+
+class Graph(NamedTuple):
+    """The explored space, kept for liveness: edges as (source, target, action) state numbers,
+    and a per-state label from `label`."""
+
+    edges: list[tuple[int, int, Action]]
+    labels: list
+    expanded: bytearray  # 1 where the state's successors are all in `edges`
+
+
+class Explorer:
+    def __init__(self, cfg: Config, bounds: Bounds = Bounds(), invariants: Iterable[str] | None = None):
+        self.cfg = cfg
+        self.bounds = bounds
+        self.targets = frozenset(BY_ID if invariants is None else invariants)
+        group = symmetries(cfg) if bounds.symmetry else []
+        if len(group) > 1:
+            self.key: Callable[[State], int] = lambda s: canonical_key(s, cfg, group)
+        else:
+            self.key = lambda s: hash(timeless(s, cfg))
+        self.parent = array("q")
+        self.via = array("l")
+        self.action_ids: dict[Action, int] = {}
+        self.action_list: list[Action] = []
+
+    def _action_id(self, a: Action) -> int:
+        i = self.action_ids.get(a)
+        if i is None:
+            i = self.action_ids[a] = len(self.action_list)
+            self.action_list.append(a)
+        return i
+
+    def path(self, index: int) -> tuple[Action, ...]:
+        out = []
+        while self.parent[index] >= 0:
+            out.append(self.action_list[self.via[index]])
+            index = self.parent[index]
+        return tuple(reversed(out))
+
+    def run(
+        self,
+        budget: float | None = None,
+        stop_on: Iterable[str] = (),
+        label: Callable[[State], object] | None = None,
+        progress: Callable[[Progress], None] | None = None,
+        progress_every: float = 1.0,
+    ) -> Result:
+        """Explore until the space is exhausted, `budget` seconds pass, or an invariant in
+        `stop_on` is violated. With `label`, keep the graph (small configurations only)."""
+        cfg, bounds = self.cfg, self.bounds
+        stop_on = frozenset(stop_on)
+        remaining = set(self.targets)
+        hits: dict[str, Hit] = {}
+        coverage = Coverage(cfg)
+        graph = Graph([], [], bytearray()) if label is not None else None
+        start = time.perf_counter()
+        next_report = start + progress_every
+
+        def note(violations: list[Violation], prefix: tuple[Action, ...]) -> bool:
+            for v in violations:
+                if v.invariant not in hits:
+                    hits[v.invariant] = Hit(v.invariant, v.message, prefix)
+                    remaining.discard(v.invariant)
+            return any(v.invariant in stop_on for v in violations)
+
+        s0 = initial_state(cfg)
+        seen = {self.key(s0): 0}
+        self.parent.append(-1)
+        self.via.append(-1)
+        if graph is not None:
+            graph.labels.append(label(s0))
+            graph.expanded.append(0)
+        stop = note(check_state(s0, cfg, frozenset(remaining)), ())
+        frontier: list[tuple[int, State]] = [(0, s0)]
+        depth = transitions = pruned = 0
+        stopped = "violation" if stop else None
+        while frontier and stopped is None:
+            level: list[tuple[int, State]] = []
+            for idx, s in frontier:
+                if not bounds.expands(s, depth):
+                    pruned += 1
+                    continue
+                ids = frozenset(remaining)
+                if graph is not None:
+                    graph.expanded[idx] = 1
+                for a, n in bounded_successors(s, cfg, bounds):
+                    transitions += 1
+                    k = self.key(n)
+                    j = seen.get(k)
+                    new = j is None
+                    if new:
+                        j = seen[k] = len(self.parent)
+                        self.parent.append(idx)
+                        self.via.append(self._action_id(a))
+                        level.append((j, n))
+                        if graph is not None:
+                            graph.labels.append(label(n))
+                            graph.expanded.append(0)
+                    coverage.record(s, a, n, j)
+                    if graph is not None:
+                        graph.edges.append((idx, j, a))
+                    if ids:
+                        vs = check_transition(s, a, n, cfg, ids)
+                        if new:
+                            vs += check_state(n, cfg, ids)
+                        if vs:
+                            stop = note(vs, self.path(idx) + (a,)) or stop
+                            ids = frozenset(remaining)
+                if stop:
+                    stopped = "violation"
+                    break
+                now = time.perf_counter()
+                if budget is not None and now - start > budget:
+                    stopped = "budget"
+                    break
+                if progress is not None and now >= next_report:
+                    next_report = now + progress_every
+                    progress(Progress(len(seen), transitions, len(level) + len(frontier), depth, now - start))
+            frontier = level
+            depth += 1
+        seconds = time.perf_counter() - start
+        n = len(seen)
+        return Result(
+            states=n,
+            transitions=transitions,
+            depth=depth if frontier else depth - 1,
+            seconds=seconds,
+            exhaustive=stopped is None,
+            stopped=stopped or "exhausted",
+            pruned=pruned,
+            hits=hits,
+            coverage=coverage,
+            collision_bound=n * n / 2.0**64,
+            graph=graph,
+        )
+
+
+def explore(cfg: Config, bounds: Bounds = Bounds(), invariants: Iterable[str] | None = None, **kw) -> tuple[Explorer, Result]:
+    ex = Explorer(cfg, bounds, invariants)
+    return ex, ex.run(**kw)
+
+
+def scopes(cfg: Config) -> list[tuple[Config, Bounds]]:
+    """Growing scopes for hunting, smallest first (Alloy's small-scope hypothesis): one message
+    of the smallest size and one of each fault the configuration allows, then more messages,
+    then every size, then the whole fault budget and higher epochs. Each is explored
+    exhaustively, so what one finds is a shortest counterexample within it."""
+    one_each = FaultBudget(*(min(n, 1) for n in cfg.faults))
+    smallest = (min(cfg.message_sizes),)
+    out: list[tuple[Config, Bounds]] = []
+    for msgs, sizes, faults, epochs in (
+        (1, smallest, one_each, 2),
+        (2, smallest, one_each, 2),
+        (2, cfg.message_sizes, one_each, 3),
+        (cfg.max_messages, cfg.message_sizes, cfg.faults, 3),
+    ):
+        scope = cfg._replace(max_messages=min(msgs, cfg.max_messages), message_sizes=sizes, faults=faults)
+        bounds = Bounds(max_epoch=epochs, max_sss_epoch=epochs)
+        if (scope, bounds) not in out:
+            out.append((scope, bounds))
+    return out
+
+
+class ScopedHit(NamedTuple):
+    cfg: Config  # the scope's configuration, which replays the counterexample
+    bounds: Bounds
+    hit: Hit
+    result: Result
+
+
+def hunt(
+    cfg: Config, targets: Iterable[str], budget: float, progress: Callable[[str, Progress], None] | None = None
+) -> tuple[ScopedHit | None, list[tuple[Config, Bounds, Result]]]:
+    """Explore `scopes(cfg)` in turn until one violates a target invariant or the budget ends."""
+    targets = frozenset(targets)
+    start = time.perf_counter()
+    tried: list[tuple[Config, Bounds, Result]] = []
+    for scope, bounds in scopes(cfg):
+        left = budget - (time.perf_counter() - start)
+        if left <= 0:
+            break
+        label = f"{scope.max_messages} msg, sizes {list(scope.message_sizes)}, epochs <= {bounds.max_epoch}"
+        ex = Explorer(scope, bounds, targets)
+        result = ex.run(left, stop_on=targets, progress=None if progress is None else lambda p: progress(label, p))
+        tried.append((scope, bounds, result))
+        hit = next((h for h in result.hits.values() if h.invariant in targets), None)
+        if hit is not None:
+            return ScopedHit(scope, bounds, hit, result), tried
+        if not result.exhaustive:
+            break  # a larger scope would not finish either
+    return None, tried

@@ -1,0 +1,243 @@
+"""The exhaustive explorer, its abstractions, random walks, coverage and liveness."""
+
+from __future__ import annotations
+
+import random
+import pytest
+
+from rmqcheck.checkers import explore, liveness
+from rmqcheck.checkers.explore import Bounds, Explorer, _faults
+from rmqcheck.checkers.hunting import find
+from rmqcheck.checkers.replay import reproduces
+from rmqcheck.checkers.walk import one_walk, walk
+from rmqcheck.invariants.catalogue import check_state, check_transition, expected_ids
+from rmqcheck.model import abstraction
+from rmqcheck.model.abstraction import rename, rename_action, symmetries, timeless
+from rmqcheck.model.config import SYNC_FLUSH, Config
+from rmqcheck.model.step import ACTIONS, NotEnabled, initial_state, step, successors
+
+# 2 brokers, one one-byte message, no faults: about 43k states, a few seconds.
+TINY = Config(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), max_messages=1, message_sizes=(1,), faults=_faults())
+TINY_BOUNDS = Bounds(max_sss_epoch=1)
+# 2 brokers, no messages, one crash: about 20k states; elections happen.
+CRASH = TINY._replace(max_messages=0, faults=_faults(crashes=1))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    ex = Explorer(TINY, TINY_BOUNDS)
+    return ex, ex.run()
+
+
+def test_the_intended_baseline_holds_exhaustively_on_a_tiny_configuration(tiny):
+    ex, r = tiny
+    assert r.exhaustive and r.stopped == "exhausted"
+    assert r.hits == {}
+    assert r.states > 10_000 and r.transitions > r.states and r.pruned > 0
+    assert r.coverage.actions["send"] > 0 and r.coverage.actions["ha_transfer"] > 0
+
+
+def test_unreached_witnesses_are_reported(tiny):
+    _, r = tiny
+    statuses = {name: status for name, status, _ in r.coverage.report()}
+    # no crash in TINY: a master change cannot happen, and the report says so
+    assert statuses["election_with_truncation"] == "NOT REACHED"
+    assert "election_with_truncation" in r.coverage.unreached()
+    assert statuses["unclean_election"].startswith("n/a")
+
+
+def test_a_crash_configuration_reaches_a_lone_master_crash():
+    r = Explorer(CRASH).run()
+    assert r.exhaustive and "lone_master_crash" not in r.coverage.unreached()
+
+
+def _shortest_by_enumeration(cfg: Config, invariant: str, limit: int) -> int | None:
+    """Length of the shortest action sequence violating `invariant`, by plain enumeration."""
+    ids = frozenset({invariant})
+    level = [initial_state(cfg)]
+    for depth in range(1, limit + 1):
+        nxt = []
+        for s in level:
+            for a, n in successors(s, cfg):
+                if check_transition(s, a, n, cfg, ids) or check_state(n, cfg, ids):
+                    return depth
+                nxt.append(n)
+        level = nxt
+    return None
+
+
+def test_breadth_first_counterexamples_are_shortest_and_replay():
+    cfg = TINY._replace(bugs=frozenset({"ack_uses_local_sss_only"}), faults=_faults(lost_responses=1))
+    ex = Explorer(cfg, Bounds(timely_heartbeats=False), ["I2"])
+    r = ex.run(stop_on=["I2"])
+    hit = r.hits["I2"]
+    assert r.stopped == "violation"
+    assert len(hit.actions) == _shortest_by_enumeration(cfg, "I2", len(hit.actions))
+    assert reproduces(cfg, hit.actions, "I2") == len(hit.actions)
+
+
+@pytest.mark.parametrize("toggle", ["ack_uses_local_sss_only", "on_become_master_sss_self_only"])
+def test_explore_hunts_are_no_longer_than_the_stateful_checkers(toggle):
+    from rmqcheck.checkers import configs
+    from rmqcheck.model.bugs import BY_NAME
+
+    cfg = configs.with_bugs(configs.from_dict(BY_NAME[toggle].exposing, toggle), frozenset({toggle}), False)
+    targets = expected_ids(cfg)
+    found, tried = explore.hunt(cfg, targets, 60)
+    stateful, _ = find(cfg, targets, 60, 0)
+    assert found is not None and stateful is not None
+    assert len(found.hit.actions) <= len(stateful.counterexample.actions)
+    assert reproduces(found.cfg, found.hit.actions, found.hit.invariant) is not None
+
+
+def test_scopes_grow_and_stay_within_the_configuration():
+    from rmqcheck.checkers import configs
+
+    cfg = configs.load("durable")
+    scopes = explore.scopes(cfg)
+    assert scopes[0][0].max_messages == 1 and scopes[-1][0] == cfg
+    assert all(s.max_messages <= cfg.max_messages for s, _ in scopes)
+
+
+# --- the abstractions -----------------------------------------------------------------------------
+
+
+def _walk_states(cfg: Config, runs: int, depth: int, seed: int = 3):
+    rng = random.Random(seed)
+    for _ in range(runs):
+        s = initial_state(cfg)
+        for _ in range(depth):
+            yield s
+            succ = successors(s, cfg)
+            s = succ[rng.randrange(len(succ))][1]
+
+
+def _time_view_mismatches(cfg: Config, key) -> int:
+    """States with one view must have the same successor views, action by action."""
+    by_view: dict = {}
+    bad = 0
+    for s in _walk_states(cfg, 60, 40):
+        k = key(s)
+        succ = {a: key(n) for a, n in successors(s, cfg)}
+        if by_view.setdefault(k, succ) != succ:
+            bad += 1
+    return bad
+
+
+def test_the_time_view_identifies_only_states_with_the_same_futures():
+    cfg = Config(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), faults=_faults(crashes=1, heartbeat_timeouts=1))
+    assert _time_view_mismatches(cfg, lambda s: timeless(s, cfg)) == 0
+    # and the check can fail: clamping ages one tick too early identifies states whose
+    # brokers differ in liveness
+    tight = cfg._replace(heartbeat_timeout=cfg.heartbeat_timeout - 1, not_catchup_time=cfg.not_catchup_time - 1)
+    assert _time_view_mismatches(cfg, lambda s: timeless(s, tight)) > 0
+
+
+def _tie_election(pre, action, cfg) -> bool:
+    """An election among brokers with equal (epoch, maxOffset, priority): the policy keeps the
+    smallest id, the one rule that does not treat ids alike."""
+    live = [i for i in pre.ctrl.live if i is not None]
+    keys = [(i.epoch, i.max_offset, i.priority) for i in live]
+    return len(set(keys)) < len(keys)
+
+
+def test_rules_treat_broker_ids_alike_except_exact_tie_elections():
+    cfg = Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), faults=_faults(crashes=1))
+    group = symmetries(cfg)
+    assert len(group) == 6 and group[0] == (1, 2, 3)
+    checked = 0
+    for s in _walk_states(cfg, 25, 40):
+        for perm in group[1:]:
+            rs = rename(s, perm)
+            for a, n in successors(s, cfg):
+                ra = rename_action(a, ACTIONS[a[0]].args, perm)
+                try:
+                    rn = step(rs, ra, cfg)
+                except NotEnabled:
+                    assert _tie_election(s, a, cfg), (a, perm)
+                    continue
+                same = timeless(rn, cfg) == timeless(rename(n, perm), cfg)
+                assert same or _tie_election(s, a, cfg), (a, perm)
+                checked += 1
+    assert checked > 10_000
+
+
+def test_learners_break_the_symmetry_they_name():
+    cfg = Config(brokers=3, async_learners=frozenset({3}))
+    assert symmetries(cfg) == [(1, 2, 3), (2, 1, 3)]
+
+
+def test_symmetry_reduction_keeps_verdicts_and_reports_its_reduction(capsys):
+    base = Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, max_messages=1, message_sizes=(1,), faults=_faults())
+    for bugs, invariant in ((frozenset(), None), (frozenset({"ack_uses_local_sss_only"}), "I2")):
+        cfg = base._replace(bugs=bugs, faults=_faults(lost_responses=1) if bugs else _faults())
+        runs = {sym: Explorer(cfg, Bounds(max_depth=7, symmetry=sym)).run() for sym in (False, True)}
+        plain, reduced = runs[False], runs[True]
+        assert set(plain.hits) == set(reduced.hits)
+        assert (invariant in plain.hits) if invariant else not plain.hits
+        for inv, hit in plain.hits.items():
+            assert len(hit.actions) == len(reduced.hits[inv].actions)
+        assert reduced.states < plain.states
+        with capsys.disabled():
+            print(f"\n  symmetry, 3 brokers, depth <= 7, toggles {sorted(bugs) or 'none'}: "
+                  f"{plain.states} -> {reduced.states} states ({plain.states / reduced.states:.2f}x)")
+
+
+def test_renaming_is_a_permutation():
+    cfg = Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, faults=_faults(crashes=1))
+    for s in _walk_states(cfg, 5, 30):
+        for perm in symmetries(cfg):
+            inverse = tuple(perm.index(i) + 1 for i in (1, 2, 3))
+            assert rename(rename(s, perm), inverse) == s
+
+
+# --- random walks ---------------------------------------------------------------------------------
+
+
+def test_walks_are_seeded_and_their_violations_are_shrunk():
+    cfg = TINY._replace(bugs=frozenset({"ack_uses_local_sss_only"}), faults=_faults(lost_responses=1))
+    r = walk(cfg, seed=5, depth=40, budget=60, invariants=expected_ids(cfg))
+    assert r.hit is not None
+    h = r.hit
+    assert one_walk(cfg, 5, h.walk, 40, expected_ids(cfg))[0] == list(h.actions)  # replayable by index
+    assert len(h.shrunk) <= len(h.actions)
+    assert reproduces(cfg, h.shrunk, h.invariant) is not None
+
+
+def test_walks_of_the_intended_baseline_find_nothing():
+    r = walk(TINY, seed=1, depth=40, budget=60, max_walks=100, invariants=expected_ids(TINY))
+    assert r.hit is None and r.walks == 100
+
+
+# --- liveness -------------------------------------------------------------------------------------
+
+
+def test_liveness_holds_on_the_faithful_model():
+    for cfg, bounds in ((CRASH, Bounds()), (TINY, TINY_BOUNDS)):
+        r = liveness.check(cfg, bounds)
+        assert r.explored.exhaustive and r.lassos == {} and r.checked >= 1
+
+
+def test_a_toggle_that_breaks_progress_gives_a_replayable_lasso():
+    cfg = CRASH._replace(bugs=frozenset({"no_inactive_master_scan"}))
+    r = liveness.check(cfg)
+    lasso = r.lassos["L1"]
+    actions = lasso.prefix + lasso.cycle
+    assert liveness.recheck(cfg, actions, len(lasso.prefix), "L1")
+    assert liveness.recheck(CRASH, actions, len(lasso.prefix), "L1") is None
+    # a lasso that does not close is rejected
+    assert liveness.recheck(cfg, actions[:-1], len(lasso.prefix), "L1") is None
+
+
+def test_liveness_refuses_symmetry():
+    with pytest.raises(ValueError, match="without symmetry"):
+        liveness.check(CRASH, Bounds(symmetry=True))
+
+
+def test_the_abstractions_belong_to_the_model_and_import_nothing_else():
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(abstraction.__file__).read_text())
+    names = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert not [m for m in names if "checkers" in m or "invariants" in m]
