@@ -35,6 +35,7 @@ hunt: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/stateful.py
 	$(BIN)/python bench/prove.py
+	$(BIN)/python bench/explore.py
 
 clean:
 	rm -rf $(VENV) counterexamples .pytest_cache .hypothesis
