@@ -15,19 +15,15 @@ from rmqcheck.checkers import configs, explore
 from rmqcheck.checkers.hunting import find
 from rmqcheck.checkers.walk import walk
 from rmqcheck.invariants.catalogue import expected_ids
-from rmqcheck.model.bugs import BY_NAME, TOGGLES
+from rmqcheck.model.bugs import TOGGLES
 
 BUDGET = float(os.environ.get("BENCH_BUDGET", "300"))
 OUT = os.environ.get("BENCH_OUT", "counterexamples/methods.jsonl")
 METHODS = os.environ.get("BENCH_METHODS", "stateful,explore,walk").split(",")
 
 
-def toggle_config(name: str):
-    return configs.with_bugs(configs.from_dict(BY_NAME[name].exposing, name), frozenset({name}), snapshot=False)
-
-
 def run(method: str, name: str) -> dict:
-    cfg = toggle_config(name)
+    cfg = configs.exposing(frozenset({name}))
     targets = expected_ids(cfg)
     start = time.perf_counter()
     if method == "stateful":

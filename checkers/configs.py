@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rmqcheck.model.bugs import SNAPSHOT, check_toggle_names
+from rmqcheck.model.bugs import BY_NAME, SNAPSHOT, check_toggle_names
 from rmqcheck.model.config import SYNC_FLUSH, Config, FaultBudget, validate
 
 
@@ -121,6 +121,15 @@ def load(name_or_path: str) -> Config:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     return from_dict(data, str(path))
+
+
+def exposing(toggles: frozenset[str], snapshot: bool = False) -> Config:
+    """The hunting configuration of a set of toggles: their exposing overrides (model/bugs.py)
+    over the defaults, with the toggles on."""
+    overrides: dict[str, Any] = {}
+    for name in sorted(toggles):
+        overrides.update(BY_NAME[name].exposing)
+    return with_bugs(from_dict(overrides, "exposing configuration of " + "+".join(sorted(toggles))), toggles, snapshot)
 
 
 def with_bugs(cfg: Config, toggles: frozenset[str], snapshot: bool) -> Config:

@@ -107,22 +107,17 @@ WITNESSES: tuple[Witness, ...] = (
 
 
 class Coverage:
-    """Per-action counts and the first step (its index in the checker's numbering) at which each
-    applicable witness was seen."""
+    """Per-action counts and the applicable witnesses seen so far."""
 
     def __init__(self, cfg: Config):
         self.actions: dict[str, int] = {}
         self.pending = [w for w in WITNESSES if w.applies(cfg)]
-        self.first: dict[str, object] = {}  # witness name -> whatever the checker uses to locate it
         self.cfg = cfg
 
-    def record(self, pre: State, a: Action, post: State, where: object) -> None:
+    def record(self, pre: State, a: Action, post: State) -> None:
         self.actions[a[0]] = self.actions.get(a[0], 0) + 1
         if self.pending:
-            for w in list(self.pending):
-                if w.seen(pre, a, post):
-                    self.first[w.name] = where
-                    self.pending.remove(w)
+            self.pending = [w for w in self.pending if not w.seen(pre, a, post)]
 
     def report(self) -> list[tuple[str, str, str]]:
         """(witness, status, description) with status "reached", "NOT REACHED" or "n/a: why"."""
@@ -131,7 +126,7 @@ class Coverage:
             if not w.applies(self.cfg):
                 status = f"n/a: {w.not_applicable}"
             else:
-                status = "reached" if w.name in self.first else "NOT REACHED"
+                status = "NOT REACHED" if w in self.pending else "reached"
             out.append((w.name, status, w.description))
         return out
 

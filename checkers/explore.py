@@ -19,7 +19,7 @@ from typing import Callable, Iterable, NamedTuple
 
 from rmqcheck.invariants.catalogue import BY_ID, Violation, check_state, check_transition
 from rmqcheck.model.abstraction import canonical_key, symmetries, timeless
-from rmqcheck.model.config import Config, FaultBudget, SYNC_FLUSH
+from rmqcheck.model.config import NO_FAULTS, SYNC_FLUSH, Config, FaultBudget
 from rmqcheck.model.step import Action, initial_state, successors
 from rmqcheck.model.world import State
 
@@ -73,22 +73,18 @@ class Standard(NamedTuple):
     description: str
 
 
-def _faults(**kw: int) -> FaultBudget:
-    return FaultBudget(**{name: kw.get(name, 0) for name in FaultBudget._fields})
-
-
 _SAFE = dict(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), message_sizes=(1,))
 
 # Standard configurations: the safe settings (allAckInSyncStateSet, SYNC_FLUSH, no unclean
 # election) on the intended baseline. Their state counts are in the README.
 STANDARD: dict[str, Standard] = {
     "std2": Standard(
-        Config(brokers=2, max_messages=1, faults=_faults(crashes=1), **_SAFE),
+        Config(brokers=2, max_messages=1, faults=NO_FAULTS._replace(crashes=1), **_SAFE),
         Bounds(),
         "2 brokers, 1 one-byte message, 1 crash, controller masterEpoch and syncStateSetEpoch <= 2",
     ),
     "std3": Standard(
-        Config(brokers=3, max_messages=1, faults=_faults(crashes=1), **_SAFE),
+        Config(brokers=3, max_messages=1, faults=NO_FAULTS._replace(crashes=1), **_SAFE),
         Bounds(symmetry=True),
         "3 brokers, 1 one-byte message, 1 crash, both epochs <= 2, symmetry over broker renaming",
     ),
@@ -222,7 +218,7 @@ class Explorer:
                         if graph is not None:
                             graph.labels.append(label(n))
                             graph.expanded.append(0)
-                    coverage.record(s, a, n, j)
+                    coverage.record(s, a, n)
                     if graph is not None:
                         graph.edges.append((idx, j, a))
                     if ids:
@@ -259,11 +255,6 @@ class Explorer:
             collision_bound=n * n / 2.0**64,
             graph=graph,
         )
-
-
-def explore(cfg: Config, bounds: Bounds = Bounds(), invariants: Iterable[str] | None = None, **kw) -> tuple[Explorer, Result]:
-    ex = Explorer(cfg, bounds, invariants)
-    return ex, ex.run(**kw)
 
 
 def scopes(cfg: Config) -> list[tuple[Config, Bounds]]:

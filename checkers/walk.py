@@ -48,7 +48,7 @@ def one_walk(
         a, n = succ[rng.randrange(len(succ))]
         actions.append(a)
         if coverage is not None:
-            coverage.record(s, a, n, (index, len(actions)))
+            coverage.record(s, a, n)
         vs = check_transition(s, a, n, cfg, ids) + check_state(n, cfg, ids)
         if vs:
             return actions, (vs[0].invariant, vs[0].message)

@@ -61,14 +61,9 @@ def _progress(label: str):
 
 
 def _toggle_config(toggles: frozenset[str], base_name: str | None, snapshot: bool) -> Config:
-    if base_name is not None:
-        base = configs.load(base_name)
-    else:
-        overrides: dict = {}
-        for name in sorted(toggles):
-            overrides.update(BY_NAME[name].exposing)
-        base = configs.from_dict(overrides, "exposing configuration")
-    return configs.with_bugs(base, toggles, snapshot)
+    if base_name is None:
+        return configs.exposing(toggles, snapshot)
+    return configs.with_bugs(configs.load(base_name), toggles, snapshot)
 
 
 def _print_finding(f: Finding, path: Path | None) -> None:

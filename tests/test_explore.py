@@ -6,21 +6,21 @@ import random
 import pytest
 
 from rmqcheck.checkers import explore, liveness
-from rmqcheck.checkers.explore import Bounds, Explorer, _faults
+from rmqcheck.checkers.explore import Bounds, Explorer
 from rmqcheck.checkers.hunting import find
 from rmqcheck.checkers.replay import reproduces
 from rmqcheck.checkers.walk import one_walk, walk
 from rmqcheck.invariants.catalogue import check_state, check_transition, expected_ids
 from rmqcheck.model import abstraction
 from rmqcheck.model.abstraction import rename, rename_action, symmetries, timeless
-from rmqcheck.model.config import SYNC_FLUSH, Config
+from rmqcheck.model.config import NO_FAULTS, SYNC_FLUSH, Config
 from rmqcheck.model.step import ACTIONS, NotEnabled, initial_state, step, successors
 
 # 2 brokers, one one-byte message, no faults: about 43k states, a few seconds.
-TINY = Config(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), max_messages=1, message_sizes=(1,), faults=_faults())
+TINY = Config(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), max_messages=1, message_sizes=(1,), faults=NO_FAULTS)
 TINY_BOUNDS = Bounds(max_sss_epoch=1)
 # 2 brokers, no messages, one crash: about 20k states; elections happen.
-CRASH = TINY._replace(max_messages=0, faults=_faults(crashes=1))
+CRASH = TINY._replace(max_messages=0, faults=NO_FAULTS._replace(crashes=1))
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def _shortest_by_enumeration(cfg: Config, invariant: str, limit: int) -> int | N
 
 
 def test_breadth_first_counterexamples_are_shortest_and_replay():
-    cfg = TINY._replace(bugs=frozenset({"ack_uses_local_sss_only"}), faults=_faults(lost_responses=1))
+    cfg = TINY._replace(bugs=frozenset({"ack_uses_local_sss_only"}), faults=NO_FAULTS._replace(lost_responses=1))
     ex = Explorer(cfg, Bounds(timely_heartbeats=False), ["I2"])
     r = ex.run(stop_on=["I2"])
     hit = r.hits["I2"]
@@ -79,9 +79,8 @@ def test_breadth_first_counterexamples_are_shortest_and_replay():
 @pytest.mark.parametrize("toggle", ["ack_uses_local_sss_only", "on_become_master_sss_self_only"])
 def test_explore_hunts_are_no_longer_than_the_stateful_checkers(toggle):
     from rmqcheck.checkers import configs
-    from rmqcheck.model.bugs import BY_NAME
 
-    cfg = configs.with_bugs(configs.from_dict(BY_NAME[toggle].exposing, toggle), frozenset({toggle}), False)
+    cfg = configs.exposing(frozenset({toggle}))
     targets = expected_ids(cfg)
     found, tried = explore.hunt(cfg, targets, 60)
     stateful, _ = find(cfg, targets, 60, 0)
@@ -125,7 +124,7 @@ def _time_view_mismatches(cfg: Config, key) -> int:
 
 
 def test_the_time_view_identifies_only_states_with_the_same_futures():
-    cfg = Config(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), faults=_faults(crashes=1, heartbeat_timeouts=1))
+    cfg = Config(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), faults=NO_FAULTS._replace(crashes=1, heartbeat_timeouts=1))
     assert _time_view_mismatches(cfg, lambda s: timeless(s, cfg)) == 0
     # and the check can fail: clamping ages one tick too early identifies states whose
     # brokers differ in liveness
@@ -142,7 +141,7 @@ def _tie_election(pre, action, cfg) -> bool:
 
 
 def test_rules_treat_broker_ids_alike_except_exact_tie_elections():
-    cfg = Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), faults=_faults(crashes=1))
+    cfg = Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), faults=NO_FAULTS._replace(crashes=1))
     group = symmetries(cfg)
     assert len(group) == 6 and group[0] == (1, 2, 3)
     checked = 0
@@ -168,9 +167,9 @@ def test_learners_break_the_symmetry_they_name():
 
 
 def test_symmetry_reduction_keeps_verdicts_and_reports_its_reduction(capsys):
-    base = Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, max_messages=1, message_sizes=(1,), faults=_faults())
+    base = Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, max_messages=1, message_sizes=(1,), faults=NO_FAULTS)
     for bugs, invariant in ((frozenset(), None), (frozenset({"ack_uses_local_sss_only"}), "I2")):
-        cfg = base._replace(bugs=bugs, faults=_faults(lost_responses=1) if bugs else _faults())
+        cfg = base._replace(bugs=bugs, faults=NO_FAULTS._replace(lost_responses=1) if bugs else NO_FAULTS)
         runs = {sym: Explorer(cfg, Bounds(max_depth=7, symmetry=sym)).run() for sym in (False, True)}
         plain, reduced = runs[False], runs[True]
         assert set(plain.hits) == set(reduced.hits)
@@ -184,7 +183,7 @@ def test_symmetry_reduction_keeps_verdicts_and_reports_its_reduction(capsys):
 
 
 def test_renaming_is_a_permutation():
-    cfg = Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, faults=_faults(crashes=1))
+    cfg = Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, faults=NO_FAULTS._replace(crashes=1))
     for s in _walk_states(cfg, 5, 30):
         for perm in symmetries(cfg):
             inverse = tuple(perm.index(i) + 1 for i in (1, 2, 3))
@@ -195,7 +194,7 @@ def test_renaming_is_a_permutation():
 
 
 def test_walks_are_seeded_and_their_violations_are_shrunk():
-    cfg = TINY._replace(bugs=frozenset({"ack_uses_local_sss_only"}), faults=_faults(lost_responses=1))
+    cfg = TINY._replace(bugs=frozenset({"ack_uses_local_sss_only"}), faults=NO_FAULTS._replace(lost_responses=1))
     r = walk(cfg, seed=5, depth=40, budget=60, invariants=expected_ids(cfg))
     assert r.hit is not None
     h = r.hit
