@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import resource
 
-from rmqcheck.checkers.explore import STANDARD, Bounds, Explorer
+from rmqcheck.checkers.explore import STANDARD, Explorer
 
 from stateful import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 
@@ -35,7 +35,7 @@ def symmetry_factor() -> None:
     std = STANDARD["std3"]
     counts = {}
     for sym in (False, True):
-        r = Explorer(std.cfg, Bounds(max_depth=12, symmetry=sym)).run()
+        r = Explorer(std.cfg, std.bounds._replace(max_depth=12, symmetry=sym)).run()
         counts[sym] = (r.states, r.seconds)
     (plain, t0), (reduced, t1) = counts[False], counts[True]
     print(

@@ -80,13 +80,14 @@ _SAFE = dict(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), message_sizes=(1,
 STANDARD: dict[str, Standard] = {
     "std2": Standard(
         Config(brokers=2, max_messages=1, faults=NO_FAULTS._replace(crashes=1), **_SAFE),
-        Bounds(),
-        "2 brokers, 1 one-byte message, 1 crash, controller masterEpoch and syncStateSetEpoch <= 2",
+        Bounds(max_epoch=2, max_sss_epoch=3, max_depth=24),
+        "2 brokers, 1 one-byte message, 1 crash, masterEpoch <= 2, syncStateSetEpoch <= 3, depth <= 24",
     ),
     "std3": Standard(
         Config(brokers=3, max_messages=1, faults=NO_FAULTS._replace(crashes=1), **_SAFE),
-        Bounds(symmetry=True),
-        "3 brokers, 1 one-byte message, 1 crash, both epochs <= 2, symmetry over broker renaming",
+        Bounds(max_epoch=2, max_sss_epoch=3, max_depth=13, symmetry=True),
+        "3 brokers, 1 one-byte message, 1 crash, masterEpoch <= 2, syncStateSetEpoch <= 3, depth <= 13, "
+        "symmetry over broker renaming",
     ),
 }
 
@@ -258,21 +259,24 @@ class Explorer:
 
 
 def scopes(cfg: Config) -> list[tuple[Config, Bounds]]:
-    """Growing scopes for hunting, smallest first (Alloy's small-scope hypothesis): one message
-    of the smallest size and one of each fault the configuration allows, then more messages,
-    then every size, then the whole fault budget and higher epochs. Each is explored
-    exhaustively, so what one finds is a shortest counterexample within it."""
+    """Growing scopes for hunting, smallest first (Alloy's small-scope hypothesis): no faults,
+    then one fault of a single kind, then one of each kind the configuration allows, each with
+    one message of the smallest size and then two of every size; then higher epochs, then the
+    whole configuration. Each is explored exhaustively, so what one finds is a shortest
+    counterexample within it (fewer kinds of noise keep the early spaces small).
+
+    syncStateSetEpoch gets one more than masterEpoch: every election bumps both, so with equal
+    bounds a failover after any SyncStateSet change would never be expanded."""
+    kinds = [NO_FAULTS._replace(**{k: 1}) for k, n in cfg.faults._asdict().items() if n > 0]
     one_each = FaultBudget(*(min(n, 1) for n in cfg.faults))
-    smallest = (min(cfg.message_sizes),)
+    messages = ((1, (min(cfg.message_sizes),)), (2, cfg.message_sizes))
+    plan = [(m, sizes, NO_FAULTS, 2) for m, sizes in messages]
+    plan += [(m, sizes, faults, 2) for faults in (*kinds, one_each) for m, sizes in messages]
+    plan += [(2, cfg.message_sizes, one_each, 3), (cfg.max_messages, cfg.message_sizes, cfg.faults, 3)]
     out: list[tuple[Config, Bounds]] = []
-    for msgs, sizes, faults, epochs in (
-        (1, smallest, one_each, 2),
-        (2, smallest, one_each, 2),
-        (2, cfg.message_sizes, one_each, 3),
-        (cfg.max_messages, cfg.message_sizes, cfg.faults, 3),
-    ):
+    for msgs, sizes, faults, epochs in plan:
         scope = cfg._replace(max_messages=min(msgs, cfg.max_messages), message_sizes=sizes, faults=faults)
-        bounds = Bounds(max_epoch=epochs, max_sss_epoch=epochs)
+        bounds = Bounds(max_epoch=epochs, max_sss_epoch=epochs + 1)
         if (scope, bounds) not in out:
             out.append((scope, bounds))
     return out
@@ -292,17 +296,21 @@ def hunt(
     targets = frozenset(targets)
     start = time.perf_counter()
     tried: list[tuple[Config, Bounds, Result]] = []
-    for scope, bounds in scopes(cfg):
+    plan = scopes(cfg)
+    for i, (scope, bounds) in enumerate(plan):
         left = budget - (time.perf_counter() - start)
         if left <= 0:
             break
-        label = f"{scope.max_messages} msg, sizes {list(scope.message_sizes)}, epochs <= {bounds.max_epoch}"
+        if i < len(plan) - 1:
+            left /= 2  # a scope too large to finish leaves time for the others
+        label = (
+            f"{scope.max_messages} msg, sizes {list(scope.message_sizes)}, "
+            f"epochs <= {bounds.max_epoch}/{bounds.max_sss_epoch}"
+        )
         ex = Explorer(scope, bounds, targets)
         result = ex.run(left, stop_on=targets, progress=None if progress is None else lambda p: progress(label, p))
         tried.append((scope, bounds, result))
         hit = next((h for h in result.hits.values() if h.invariant in targets), None)
         if hit is not None:
             return ScopedHit(scope, bounds, hit, result), tried
-        if not result.exhaustive:
-            break  # a larger scope would not finish either
     return None, tried

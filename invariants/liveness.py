@@ -68,6 +68,19 @@ def replication_resumes(s: State, cfg: Config) -> frozenset:
     )
 
 
+def sync_state_set_shrinks(s: State, cfg: Config) -> frozenset:
+    """Open for each (master, member): the controller's master is up, running and reaches the
+    controller, and a member of the controller's SyncStateSet is down."""
+    applied = s.ctrl.applied
+    m_id = applied.master
+    if m_id is None:
+        return frozenset()
+    m = s.broker(m_id)
+    if not (m.up and m.running and reaches_controller(s, m_id)):
+        return frozenset()
+    return frozenset(("shrink", m_id, x) for x in applied.sss if x != m_id and not s.broker(x).up)
+
+
 LIVENESS: tuple[Liveness, ...] = (
     Liveness(
         "L1",
@@ -86,6 +99,16 @@ LIVENESS: tuple[Liveness, ...] = (
         lambda cfg: True,
         "always",
         replication_resumes,
+    ),
+    Liveness(
+        "L3",
+        "dead_member_eventually_removed",
+        "A SyncStateSet member that stays down is eventually removed from the controller's "
+        "SyncStateSet while its master stays up and reaches the controller (otherwise allAck writes "
+        "time out for ever, #7219).",
+        lambda cfg: True,
+        "always",
+        sync_state_set_shrinks,
     ),
 )
 

@@ -11,14 +11,15 @@
   treat ids alike except where the real code breaks exact ties by id: the election policy's
   TreeSet keeps the smallest id among brokers with equal (epoch, maxOffset, priority)
   (`_tree_set_first`), and asyncLearner settings name brokers. So symmetry reduction is exact
-  only away from such ties; tests measure both (tests/test_abstraction.py).
+  only away from such ties; tests measure both (tests/test_explore.py).
 """
 
 from __future__ import annotations
 
 from itertools import permutations
 
-from .broker import Broker, Conn, PendingPut
+from .broker import Broker, Client, Conn, PendingPut
+from .commitlog import Message
 from .config import Config
 from .controller import AlterSyncStateSetEvent, ApplyBrokerIdEvent, Controller, ElectMasterEvent, LiveInfo, SetState
 from .world import ReadRecord, SendRecord, State
@@ -30,7 +31,10 @@ _PUTS = Broker._fields.index("puts")
 assert Conn._fields[-1] == "last_transfer_time"
 assert PendingPut._fields.index("deadline") == 2
 assert LiveInfo._fields[0] == "last_update"
-assert Controller._fields[2] == "live" and State._fields[:3] == ("now", "brokers", "ctrl")
+assert Controller._fields[2] == "live"
+assert State._fields == ("now", "brokers", "ctrl", "cut", "msgs", "sends", "reads", "used", "ran")
+assert Message._fields[-1] == "writer" and SendRecord._fields[1] == ReadRecord._fields[-1] == "broker"
+assert Conn._fields[0] == "slave" and Client._fields[1] == "master"
 
 
 def _timeless_broker(b: Broker, now: int, caught_cap: int) -> tuple:
@@ -66,6 +70,10 @@ def symmetries(cfg: Config) -> list[tuple[int, ...]]:
     return [p for p in permutations(ids) if all((p[i - 1] in learners) == (i in learners) for i in ids)]
 
 
+def _make(cls, values) -> tuple:
+    return tuple.__new__(cls, values)  # a NamedTuple without `_replace`'s keyword handling
+
+
 class _Renamer:
     def __init__(self, perm: tuple[int, ...]):
         self.perm = perm
@@ -74,27 +82,26 @@ class _Renamer:
         return self.perm[i - 1] if i is not None and i > 0 else i
 
     def ids(self, xs: frozenset[int]) -> frozenset[int]:
-        return frozenset(self.perm[i - 1] for i in xs)
+        return frozenset([self.perm[i - 1] for i in xs])
 
     def pairs(self, pairs: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-        return tuple(sorted((self.perm[k - 1], v) for k, v in pairs))  # kept sorted (`_set_pair`)
+        return tuple(sorted([(self.perm[k - 1], v) for k, v in pairs]))  # kept sorted (`_set_pair`)
 
     def task(self, name: str) -> str:
         kind, _, who = name.partition(":")
         return f"{kind}:{self.perm[int(who) - 1]}" if who else name
 
+    def conns(self, conns: tuple[Conn, ...]) -> tuple[Conn, ...]:
+        return tuple([_make(Conn, (self.perm[c[0] - 1],) + c[1:]) for c in conns])
+
+    def client(self, c: Client) -> Client:
+        return _make(Client, (c[0], self.id(c[1])) + c[2:]) if c[1] is not None else c
+
+    def alters(self, alters: tuple) -> tuple:
+        return tuple([(self.ids(sss), e, se) for sss, e, se in alters])
+
     def broker(self, b: Broker) -> Broker:
-        return b._replace(
-            id=self.perm[b.id - 1],
-            master_id=self.id(b.master_id),
-            sss=self.ids(b.sss),
-            remote_sss=self.ids(b.remote_sss),
-            caught_up=self.pairs(b.caught_up),
-            conns=tuple(c._replace(slave=self.perm[c.slave - 1]) for c in b.conns),
-            client=b.client._replace(master=self.id(b.client.master)),
-            alters=tuple((self.ids(sss), e, se) for sss, e, se in b.alters),
-            last_acks=self.pairs(b.last_acks),
-        )
+        return _make(Broker, [v if f is None else f(self, v) for f, v in zip(_BROKER_RENAMES, b)])
 
     def set_state(self, s: SetState | None) -> SetState | None:
         if s is None:
@@ -118,6 +125,23 @@ class _Renamer:
         return tuple(out)
 
 
+# How each Broker field that names brokers is renamed; None: the field names none.
+_BROKER_FIELD_RENAMES = {
+    "id": _Renamer.id,
+    "master_id": _Renamer.id,
+    "sss": _Renamer.ids,
+    "remote_sss": _Renamer.ids,
+    "caught_up": _Renamer.pairs,
+    "conns": _Renamer.conns,
+    "client": _Renamer.client,
+    "alters": _Renamer.alters,
+    "last_acks": _Renamer.pairs,
+}
+_BROKER_RENAMES = tuple(_BROKER_FIELD_RENAMES.get(f) for f in Broker._fields)
+assert set(_BROKER_FIELD_RENAMES) <= set(Broker._fields)
+_ID_FREE = tuple(i for i, f in enumerate(_BROKER_RENAMES) if f is None)
+
+
 def rename(s: State, perm: tuple[int, ...]) -> State:
     """The state with broker i called perm[i - 1] everywhere."""
     r = _Renamer(perm)
@@ -130,14 +154,19 @@ def rename(s: State, perm: tuple[int, ...]) -> State:
         before_last=r.set_state(c.before_last),
         last_event=r.event(c.last_event),
     )
-    return s._replace(
-        brokers=r.permuted(tuple(r.broker(b) for b in s.brokers)),
-        ctrl=ctrl,
-        cut=r.ids(s.cut),
-        msgs=tuple(m._replace(writer=r.id(m.writer)) for m in s.msgs),
-        sends=tuple(SendRecord(x.msg, r.id(x.broker), x.status) for x in s.sends),
-        reads=tuple(ReadRecord(x.queue, x.queue_offset, x.msg, r.id(x.broker)) for x in s.reads),
-        ran=frozenset(r.task(t) for t in s.ran),
+    return _make(
+        State,
+        (
+            s.now,
+            r.permuted(tuple([r.broker(b) for b in s.brokers])),
+            ctrl,
+            r.ids(s.cut),
+            tuple([_make(Message, m[:-1] + (r.id(m[-1]),)) for m in s.msgs]),
+            tuple([_make(SendRecord, (x[0], r.id(x[1]), x[2])) for x in s.sends]),
+            tuple([_make(ReadRecord, x[:3] + (r.id(x[3]),)) for x in s.reads]),
+            s.used,
+            frozenset([r.task(t) for t in s.ran]),
+        ),
     )
 
 
@@ -156,13 +185,32 @@ def rename_action(action: tuple, arg_names: tuple[str, ...], perm: tuple[int, ..
     return tuple(out)
 
 
+def _signature(view_broker: tuple, cut: bool) -> int:
+    return hash((cut,) + tuple(view_broker[i] for i in _ID_FREE))
+
+
 def canonical_key(s: State, cfg: Config, group: list[tuple[int, ...]]) -> int:
-    """A fingerprint shared by all renamings of `s` in `group` (identity first): the least hash
-    of their timeless views."""
-    best = hash(timeless(s, cfg))
-    for perm in group[1:]:
-        h = hash(timeless(rename(s, perm), cfg))
-        if h < best:
+    """A fingerprint shared by all renamings of `s` in `group` (identity first).
+
+    The renamings tried are those that put the brokers' renaming-free signatures in the least
+    order (sorted, for the full group); among them the least hash of the timeless view wins.
+    Both choices depend on the renaming class only, so the key is canonical, and the usual
+    case (distinct signatures, already in order) costs one view and no renaming at all."""
+    view = timeless(s, cfg)
+    sigs = [_signature(b, b[0] in s.cut) for b in view[0]]
+    best_order = None
+    chosen: list[tuple[int, ...]] = []
+    for perm in group:
+        order = [0] * len(perm)
+        for i, j in enumerate(perm):
+            order[j - 1] = sigs[i]
+        if best_order is None or order < best_order:
+            best_order, chosen = order, [perm]
+        elif order == best_order:
+            chosen.append(perm)
+    best = None
+    for perm in chosen:
+        h = hash(view if perm == group[0] else timeless(rename(s, perm), cfg))
+        if best is None or h < best:
             best = h
     return best
-

@@ -91,6 +91,9 @@ class Broker(NamedTuple):
     alters: tuple[tuple[frozenset[int], int, int], ...] = ()
     puts: tuple[PendingPut, ...] = ()
     was_master: bool = False  # the role at the last crash (only the B1 toggle reads it)
+    # The scheduled checkSyncStateSetAndDoReport task died (only the C2 toggle kills it); a
+    # restart schedules it again.
+    shrink_task_dead: bool = False
     # Ghost, for invariant I4: the last ack this broker read from each slave while master.
     last_acks: tuple[tuple[int, int], ...] = ()
 
@@ -281,6 +284,11 @@ def maybe_shrink_sync_state_set(b: Broker, now: int, cfg: Config) -> tuple[Broke
     new = {s for s in b.sss if not (s in caught and now - caught[s] > cfg.not_catchup_time)}
     new = {s for s in new if s == b.id or s in caught}
     new_set = frozenset(new)
+    if cfg.has("shrink_task_dies_on_removal") and any(x < max(b.sss) for x in b.sss - new_set):
+        # #7219: the snapshot removed members inside a for-each over the set (a HashSet of
+        # small Longs iterates in ascending order); removing any but the last throws
+        # ConcurrentModificationException, which cancels the scheduled task for good.
+        return b._replace(shrink_task_dead=True), b.sss
     if new_set != b.sss:
         b = mark_synchronizing(b, new_set, cfg)
     return b, new_set

@@ -324,6 +324,17 @@ TOGGLES: tuple[Toggle, ...] = (
         ("L1",),
         {**_DURABLE, "brokers": 2, "max_messages": 0, "faults": _faults(crashes=1)},
     ),
+    Toggle(
+        "shrink_task_dies_on_removal",
+        "C2",
+        "apache/rocketmq#7219, PR #7220, fix 017ad11047 (5.1.4)",
+        "maybeShrinkSyncStateSet removed members inside a for-each over the set; the "
+        "ConcurrentModificationException cancelled the scheduled shrink task for good, so a dead "
+        "member stays in the SyncStateSet and allAck writes time out until the master restarts. A "
+        "liveness defect (L3).",
+        ("L3",),
+        {**_DURABLE, "brokers": 2, "max_messages": 0, "faults": _faults(crashes=1, admin_elections=1)},
+    ),
 )
 
 BY_NAME: dict[str, Toggle] = {t.name: t for t in TOGGLES}

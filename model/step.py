@@ -395,7 +395,7 @@ def rule_ha_timeout(s: State, cfg: Config, slave: int) -> State | None:
 def rule_check_sss(s: State, cfg: Config, b_id: int) -> State | None:
     """checkSyncStateSetAndDoReport (every checkSyncStateSetPeriod on the master)."""
     b = s.broker(b_id)
-    if not b.up or not b.running or b.role != MASTER or b.promoting:
+    if not b.up or not b.running or b.role != MASTER or b.promoting or b.shrink_task_dead:
         return None
     nb = check_sync_state_set(b, s.now, cfg)
     s = _periodic(s, f"check_sss:{b_id}") if nb != b else None

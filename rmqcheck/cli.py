@@ -155,7 +155,7 @@ def _hunt_explore(cfg: Config, targets, args, label: str) -> Finding | None:
     for scope, bounds, r in tried:
         out.print(
             f"scope {scope.max_messages} msg, sizes {list(scope.message_sizes)}, faults "
-            f"{_fault_text(scope)}, epochs <= {bounds.max_epoch}: {r.states:,} states, {r.transitions:,} "
+            f"{_fault_text(scope)}, epochs <= {bounds.max_epoch}/{bounds.max_sss_epoch}: {r.states:,} states, {r.transitions:,} "
             f"transitions, depth {r.depth}, {r.seconds:.1f}s, {r.stopped}"
         )
     if found is None:
@@ -538,7 +538,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="broker renaming")
     e.add_argument("--out", default="counterexamples", help="directory for counterexample files")
     e.add_argument("--quiet", action="store_true", help="no progress lines")
-    e.add_argument("--liveness", action="store_true", help="check the liveness properties (L1, L2) instead")
+    e.add_argument("--liveness", action="store_true", help="check the liveness properties (L1-L3) instead")
     e.add_argument("--bug", action="append", metavar="NAME", help="turn on a bug toggle (repeatable)")
     e.set_defaults(func=cmd_explore)
 

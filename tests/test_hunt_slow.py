@@ -43,3 +43,19 @@ def test_the_intended_baseline_survives_a_ten_minute_hunt(config_name):
     assert finding is None, (
         f"{finding.counterexample.invariant}: {finding.counterexample.message} (seed {finding.counterexample.seed})"
     )
+
+
+def test_the_shrink_task_toggle_breaks_l3_with_a_lasso():
+    """About 1.3 million states each way (4 minutes): the L3 lasso needs a failover, a rejoin
+    and a crash, so syncStateSetEpoch reaches 4."""
+    from rmqcheck.checkers import liveness
+    from rmqcheck.checkers.explore import Bounds
+
+    cfg = configs.exposing(frozenset({"shrink_task_dies_on_removal"}))
+    bounds = Bounds(max_sss_epoch=4)
+    lasso = liveness.check(cfg, bounds).lassos["L3"]
+    actions = lasso.prefix + lasso.cycle
+    assert liveness.recheck(cfg, actions, len(lasso.prefix), "L3")
+    faithful = cfg._replace(bugs=frozenset())
+    assert liveness.recheck(faithful, actions, len(lasso.prefix), "L3") is None
+    assert liveness.check(faithful, bounds).lassos == {}

@@ -76,7 +76,8 @@ def _killed() -> dict[str, set[str]]:
 
 # Properties no toggle breaks yet, and why (an open gap, reported in the README).
 NO_TOGGLE_YET = {
-    "L2": "every stall found so far ends by SyncStateSet shrink or removeConnection; #9689's stall needs deeper bounds",
+    "L2": "a member that stops replicating is shrunk out of the SyncStateSet, which ends the obligation; "
+    "#9689's stall, the known bug that keeps a member lagging, needs commit-log file expiry, not modelled",
 }
 
 
