@@ -12,7 +12,7 @@ from rmqcheck.checkers.replay import reproduces
 from rmqcheck.checkers.walk import one_walk, walk
 from rmqcheck.invariants.catalogue import check_state, check_transition, expected_ids
 from rmqcheck.model import abstraction
-from rmqcheck.model.abstraction import rename, rename_action, symmetries, timeless
+from rmqcheck.model.abstraction import canonical_key, rename, rename_action, symmetries, timeless
 from rmqcheck.model.config import NO_FAULTS, SYNC_FLUSH, Config
 from rmqcheck.model.step import ACTIONS, NotEnabled, initial_state, step, successors
 
@@ -159,6 +159,16 @@ def test_rules_treat_broker_ids_alike_except_exact_tie_elections():
                 assert same or _tie_election(s, a, cfg), (a, perm)
                 checked += 1
     assert checked > 10_000
+
+
+def test_the_canonical_key_is_the_same_for_every_renaming():
+    for cfg in (
+        Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), faults=NO_FAULTS._replace(crashes=1)),
+        Config(brokers=3, async_learners=frozenset({3}), faults=NO_FAULTS._replace(crashes=1)),
+    ):
+        group = symmetries(cfg)
+        for s in _walk_states(cfg, 10, 40):
+            assert len({canonical_key(rename(s, perm), cfg, group) for perm in group}) == 1
 
 
 def test_learners_break_the_symmetry_they_name():
