@@ -282,6 +282,17 @@ def scopes(cfg: Config) -> list[tuple[Config, Bounds]]:
     return out
 
 
+def fault_text(cfg: Config) -> str:
+    return ", ".join(f"{k}={v}" for k, v in cfg.faults._asdict().items() if v) or "none"
+
+
+def describe_scope(scope: Config, bounds: Bounds) -> str:
+    return (
+        f"{scope.max_messages} msg, sizes {list(scope.message_sizes)}, faults {fault_text(scope)}, "
+        f"epochs <= {bounds.max_epoch}/{bounds.max_sss_epoch}"
+    )
+
+
 class ScopedHit(NamedTuple):
     cfg: Config  # the scope's configuration, which replays the counterexample
     bounds: Bounds
@@ -303,10 +314,7 @@ def hunt(
             break
         if i < len(plan) - 1:
             left /= 2  # a scope too large to finish leaves time for the others
-        label = (
-            f"{scope.max_messages} msg, sizes {list(scope.message_sizes)}, "
-            f"epochs <= {bounds.max_epoch}/{bounds.max_sss_epoch}"
-        )
+        label = describe_scope(scope, bounds)
         ex = Explorer(scope, bounds, targets)
         result = ex.run(left, stop_on=targets, progress=None if progress is None else lambda p: progress(label, p))
         tried.append((scope, bounds, result))

@@ -154,8 +154,7 @@ def _hunt_explore(cfg: Config, targets, args, label: str) -> Finding | None:
     found, tried = explore.hunt(cfg, targets, args.budget, _explore_progress)
     for scope, bounds, r in tried:
         out.print(
-            f"scope {scope.max_messages} msg, sizes {list(scope.message_sizes)}, faults "
-            f"{_fault_text(scope)}, epochs <= {bounds.max_epoch}/{bounds.max_sss_epoch}: {r.states:,} states, {r.transitions:,} "
+            f"scope {explore.describe_scope(scope, bounds)}: {r.states:,} states, {r.transitions:,} "
             f"transitions, depth {r.depth}, {r.seconds:.1f}s, {r.stopped}"
         )
     if found is None:
@@ -177,10 +176,6 @@ def _hunt_walk(cfg: Config, targets, args, label: str) -> Finding | None:
     return explain(cfg, list(h.shrunk), h.invariant, h.message, args.seed, "walk", len(h.actions))
 
 
-def _fault_text(cfg: Config) -> str:
-    return ", ".join(f"{k}={v}" for k, v in cfg.faults._asdict().items() if v) or "none"
-
-
 def cmd_explore(args) -> int:
     if args.config in explore.STANDARD:
         std = explore.STANDARD[args.config]
@@ -200,7 +195,7 @@ def cmd_explore(args) -> int:
     if args.liveness:
         return _explore_liveness(args, cfg, bounds._replace(symmetry=False), description)
     out.print(f"exploring {args.config}: {description}")
-    out.print(f"  bounds: {bounds}; faults {_fault_text(cfg)}; toggles {sorted(cfg.bugs) or 'none'}")
+    _print_bounds(cfg, bounds)
     ex = explore.Explorer(cfg, bounds)
     progress = None if args.quiet else lambda p: _explore_progress(args.config, p)
     r = ex.run(args.budget, progress=progress, progress_every=10.0)
@@ -233,9 +228,13 @@ def cmd_explore(args) -> int:
     return 1 if failed else 0
 
 
+def _print_bounds(cfg: Config, bounds: explore.Bounds) -> None:
+    out.print(f"  bounds: {bounds}; faults {explore.fault_text(cfg)}; toggles {sorted(cfg.bugs) or 'none'}")
+
+
 def _explore_liveness(args, cfg: Config, bounds: explore.Bounds, description: str) -> int:
     out.print(f"liveness on {args.config}: {description} (symmetry off: unsound for liveness)")
-    out.print(f"  bounds: {bounds}; faults {_fault_text(cfg)}; toggles {sorted(cfg.bugs) or 'none'}")
+    _print_bounds(cfg, bounds)
     r = liveness.check(cfg, bounds, args.budget)
     e = r.explored
     out.print(
@@ -426,7 +425,6 @@ def cmd_replay(args) -> int:
 
 def cmd_prove(args) -> int:
     from rmqcheck.checkers import proofs
-    from rmqcheck.checkers.counterexample import write
 
     if args.k < 1:
         raise UsageError("--k must be at least 1")

@@ -1,11 +1,12 @@
-"""Long hunts (`make hunt`, marker `slow`): the acceptance checks of the bug-toggle batch and of
-the intended baseline. Budgets are wall-clock; run them on an otherwise idle machine."""
+"""Long hunts (`make hunt`, marker `slow`): the acceptance checks of the bug-toggle batch, of the
+L3 liveness toggle and of the intended baseline. Budgets are wall-clock; run them on an otherwise idle machine."""
 
 from __future__ import annotations
 
 import pytest
 
-from rmqcheck.checkers import configs
+from rmqcheck.checkers import configs, liveness
+from rmqcheck.checkers.explore import Bounds
 from rmqcheck.checkers.hunting import find
 from rmqcheck.invariants.catalogue import expected_ids
 
@@ -48,9 +49,6 @@ def test_the_intended_baseline_survives_a_ten_minute_hunt(config_name):
 def test_the_shrink_task_toggle_breaks_l3_with_a_lasso():
     """About 1.3 million states each way (4 minutes): the L3 lasso needs a failover, a rejoin
     and a crash, so syncStateSetEpoch reaches 4."""
-    from rmqcheck.checkers import liveness
-    from rmqcheck.checkers.explore import Bounds
-
     cfg = configs.exposing(frozenset({"shrink_task_dies_on_removal"}))
     bounds = Bounds(max_sss_epoch=4)
     lasso = liveness.check(cfg, bounds).lassos["L3"]
