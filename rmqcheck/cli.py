@@ -334,7 +334,22 @@ def cmd_check(args) -> int:
         "expected: not promised under that configuration; snapshot defect: disappears with the "
         "intended form of a known defect (rmqcheck bugs --list); unexplained: a failure."
     )
-    return 1 if unexplained else 0
+    return 1 if unexplained or _check_traces(args, out_dir) else 0
+
+
+def _check_traces(args, out_dir: Path) -> bool:
+    """The trace stage of the default job: record runs of the durable configurations (intended
+    model) and validate them on the chosen engine; True if a guarantee broke."""
+    import shutil
+
+    from rmqcheck.traces.recorder import Corpus, simulate
+
+    corpus_dir = out_dir / "corpus"
+    shutil.rmtree(corpus_dir, ignore_errors=True)
+    simulate(Corpus(seed=args.seed, runs=args.trace_runs, runs_per_file=max(1, args.trace_runs // 4), stores=True), corpus_dir)
+    report, seconds = _validate([str(corpus_dir)], args.engine, False, None, True)
+    _print_validation(report, seconds, False, out_dir / "validate-violations.ndjson", 5)
+    return report.failed()
 
 
 def _replay_truncation(cx: Counterexample, where: str) -> bool:
@@ -482,6 +497,95 @@ def cmd_scenario(args) -> int:
 # --- parser ----------------------------------------------------------------------------------
 
 
+def cmd_simulate(args) -> int:
+    from rmqcheck.traces.recorder import Corpus, simulate
+
+    for name in args.config or ():
+        configs.load(name)  # a clear error for an unknown name before any work
+    corpus = Corpus(
+        seed=args.seed, runs=args.runs, steps=args.steps, names=tuple(args.config or Corpus().names),
+        snapshot=args.snapshot, fmt=args.format, runs_per_file=args.runs_per_file, stores=args.stores,
+    )
+    start = time.perf_counter()
+    events = simulate(corpus, Path(args.out), args.jobs)
+    seconds = time.perf_counter() - start
+    out.print(
+        f"wrote {events:,} events of {corpus.runs:,} runs ({', '.join(corpus.names)}, "
+        f"{'snapshot' if corpus.snapshot else 'intended'} model) to {args.out} in {seconds:.1f} s "
+        f"({events / max(seconds, 1e-9):,.0f} events/s)"
+    )
+    return 0
+
+
+def _validate(paths: Sequence[str], engine: str, skip: bool, master: str | None, quiet: bool):
+    """Discover and validate; (report, seconds). Raises TraceError for bad input."""
+    from rich.progress import Progress
+
+    from rmqcheck.traces.validate import discover, validate_local
+
+    inputs = discover(paths)
+    start = time.perf_counter()
+    if engine == "spark":
+        from rmqcheck.traces.spark import validate_spark
+
+        report = validate_spark(inputs, skip, master)
+    else:
+        with Progress(console=err, transient=True, disable=quiet) as bar:
+            task = bar.add_task("validating", total=len(inputs.traces) or None)
+            report = validate_local(inputs, skip, lambda what, done, total: bar.update(task, completed=done, description=what))
+    return report, time.perf_counter() - start
+
+
+def _print_validation(report, seconds: float, strict: bool, violations: Path, show: int) -> None:
+    """The summary table per check; every violation written to `violations` (NDJSON)."""
+    import json
+
+    from rmqcheck.traces.validate import CHECK_FAMILY, REPORTED
+
+    u = report.units
+    table = Table(
+        title=(
+            f"rmqcheck validate ({report.engine}): {u['events']:,} events in {u['runs']:,} runs, "
+            f"{u['histories']} OpenChaos histories, {u['store_sets']} store sets, {seconds:.1f} s"
+        )
+    )
+    for col in ("family", "check", "violations", "occurrences", "verdict"):
+        table.add_column(col)
+    for check, found in report.by_check().items():
+        reported = check in REPORTED and not strict
+        verdict = "ok" if not found else (f"reported: {REPORTED[check]}" if reported else "VIOLATED")
+        table.add_row(CHECK_FAMILY[check], check, str(len(found)), str(sum(v.count for v in found)), verdict)
+    out.print(table)
+    violations.parent.mkdir(parents=True, exist_ok=True)
+    with open(violations, "w") as f:
+        for v in report.violations:
+            f.write(json.dumps(v._asdict()) + "\n")
+    out.print(f"{len(report.violations)} violation records written to {violations}")
+    for v in report.violations[:show]:
+        out.print(f"  {v.check} {v.run} {v.subject}: {v.detail}")
+
+
+def cmd_validate(args) -> int:
+    import json
+
+    from rmqcheck.traces.schema import TraceError
+
+    try:
+        report, seconds = _validate(args.paths, args.engine, args.skip_bad_records, args.master, args.quiet)
+    except TraceError as exc:
+        print(f"rmqcheck: bad input: {exc}", file=sys.stderr)
+        return 2
+    _print_validation(report, seconds, args.strict, Path(args.violations), args.show)
+    if report.bad:
+        rejected = Path(args.rejected)
+        rejected.parent.mkdir(parents=True, exist_ok=True)
+        with open(rejected, "w") as f:
+            for b in report.bad:
+                f.write(json.dumps(b.to_json()) + "\n")
+        out.print(f"{len(report.bad)} bad records skipped, written to {rejected}")
+    return 1 if report.failed(args.strict) else 0
+
+
 def _budget(text: str) -> float:
     try:
         value = float(text)
@@ -501,6 +605,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--budget", type=_budget, default=120.0, help="seconds in all (default 120)")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--out", default="counterexamples", help="directory for counterexample files")
+    c.add_argument("--trace-runs", type=int, default=400, help="recorded runs validated at the end (default 400)")
+    c.add_argument("--engine", choices=("local", "spark"), default="spark", help="trace validation engine (default spark)")
     c.set_defaults(func=cmd_check)
 
     h = sub.add_parser("hunt", help="search for a violation of the invariants expected to hold")
@@ -557,6 +663,31 @@ def parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("invariants", help="list the invariant catalogue")
     i.set_defaults(func=cmd_invariants)
+
+    sim = sub.add_parser("simulate", help="record runs of the model with random faults as event traces")
+    sim.add_argument("--runs", type=int, default=100)
+    sim.add_argument("--out", required=True, help="directory for the part files")
+    sim.add_argument("--steps", type=int, default=100, help="transitions per run (default 100)")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--config", action="append", metavar="NAME", help="named configuration to cycle through (repeatable)")
+    sim.add_argument("--snapshot", action="store_true", help="keep the snapshot's known defects on")
+    sim.add_argument("--format", choices=("ndjson", "parquet"), default="ndjson")
+    sim.add_argument("--runs-per-file", type=int, default=1000)
+    sim.add_argument("--stores", action="store_true", help="also write each run's epoch files under OUT/stores/")
+    sim.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
+    sim.set_defaults(func=cmd_simulate)
+
+    v = sub.add_parser("validate", help="check recorded traces, OpenChaos histories and epoch files")
+    v.add_argument("paths", nargs="+", metavar="PATH")
+    v.add_argument("--engine", choices=("local", "spark"), default="local")
+    v.add_argument("--master", help="Spark master URL (default local[*]; e.g. local-cluster[2,1,1024], spark://host:7077)")
+    v.add_argument("--violations", default="counterexamples/validate-violations.ndjson", help="where violations are written")
+    v.add_argument("--skip-bad-records", action="store_true", help="skip bad records, writing them to --rejected")
+    v.add_argument("--rejected", default="counterexamples/validate-rejected.ndjson")
+    v.add_argument("--strict", action="store_true", help="count duplicates and stuck replicas as violations too")
+    v.add_argument("--show", type=int, default=10, help="violations to print (default 10)")
+    v.add_argument("--quiet", action="store_true", help="no progress bar")
+    v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("scenario", help="print a counterexample file as readable scenario text")
     s.add_argument("file")

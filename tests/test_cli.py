@@ -75,11 +75,12 @@ def test_scenario_command_round_trips(tmp_path, capsys):
 
 
 def test_check_reports_the_defaults_acked_loss_as_expected(tmp_path, capsys):
-    code, out, _ = run(capsys, "check", "--budget", "24", "--out", str(tmp_path))
+    code, out, _ = run(capsys, "check", "--budget", "24", "--out", str(tmp_path), "--engine", "local", "--trace-runs", "40")
     assert code == 0, out
     assert "I1 (expected" in out  # C4: the defaults ack before replication
     assert "snapshot defect" in out  # the durable configuration hits a known snapshot defect
     assert list(tmp_path.glob("default-snapshot-I1.json"))
+    assert "rmqcheck validate (local): 4,080 events in 40 runs" in out  # the trace stage
 
 
 # --- usage errors --------------------------------------------------------------------------------

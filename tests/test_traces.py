@@ -1,0 +1,321 @@
+"""Traces: the recorder, conformance replay, client-history and store checks, both engines giving
+the same verdicts on corpora with injected violations, OpenChaos counts, and bad input for
+every reader."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rmqcheck.cli import main
+from rmqcheck.traces import files, history, stores
+from rmqcheck.traces.openchaos import read_history
+from rmqcheck.traces.recorder import Corpus, simulate
+from rmqcheck.traces.schema import TraceError, json_schema
+from rmqcheck.traces.validate import discover, validate_local
+
+ROOT = Path(__file__).resolve().parents[1]
+OPENCHAOS = ROOT / "tests" / "data" / "openchaos-queue-history"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from rmqcheck.traces.spark import session
+
+    s = session("local[2]")
+    yield s
+    s.stop()
+
+
+def corpus(tmp: Path, fmt: str = "ndjson", **kw) -> Path:
+    c = Corpus(**{"runs": 24, "steps": 60, "runs_per_file": 8, "fmt": fmt, "stores": True, **kw})
+    simulate(c, tmp)
+    return tmp
+
+
+def ndjson_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def write_lines(path: Path, records: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def checks(report) -> set[str]:
+    return {v.check for v in report.violations}
+
+
+# --- the recorder and the clean corpus ---------------------------------------------------------
+
+
+def test_a_recorded_corpus_conforms_and_breaks_no_guarantee(tmp_path):
+    report = validate_local(discover([str(corpus(tmp_path))]))
+    assert report.units["runs"] == 24 and report.units["events"] == 24 * 62
+    assert checks(report) <= {"duplicate", "consistent_point"}  # the reported, non-safety findings
+    assert not report.failed()
+
+
+def test_ndjson_and_parquet_corpora_give_the_same_report(tmp_path):
+    a = validate_local(discover([str(corpus(tmp_path / "a", "ndjson"))]))
+    b = validate_local(discover([str(corpus(tmp_path / "b", "parquet"))]))
+    assert a.violations == b.violations and a.units == b.units
+
+
+def test_defaults_lose_acked_messages_in_conforming_runs(tmp_path):
+    report = validate_local(discover([str(corpus(tmp_path, names=("default",), runs=40, steps=80))]))
+    assert "lost_ack" in checks(report) and "conformance" not in checks(report)
+
+
+def test_the_json_schema_matches_the_arrow_schema():
+    schema = json_schema()
+    assert set(schema["properties"]) == set(files.ARROW.names)
+    assert json.loads((ROOT / "docs" / "trace-schema-v1.json").read_text()) == schema
+
+
+# --- injected violations: each caught, both engines identical ------------------------------------
+
+
+def inject_non_conforming(d: Path) -> str:
+    part = d / "part-00000.ndjson"
+    recs = ndjson_lines(part)
+    rec = next(r for r in recs if r["kind"] == "send" and "msg" in r)
+    rec["max_offset"] += 1
+    write_lines(part, recs)
+    return rec["run"]
+
+
+def inject_lost_ack(d: Path) -> str:
+    """Drop the read of an acked message whose queue was read further."""
+    part = d / "part-00001.ndjson"
+    recs = ndjson_lines(part)
+    acked = {(r["run"], r["msg"]) for r in recs if r.get("status") == "PUT_OK"}
+    reads = [r for r in recs if r["kind"] == "consume"]
+    victim = next(
+        r for r in reads
+        if (r["run"], r["msg"]) in acked
+        and any(o["run"] == r["run"] and o["queue_offset"] > r["queue_offset"] and o["msg"] != r["msg"] for o in reads)
+        and sum(o["run"] == r["run"] and o["msg"] == r["msg"] for o in reads) == 1
+    )
+    recs.remove(victim)
+    write_lines(part, recs)
+    return victim["run"]
+
+
+def inject_duplicate(d: Path) -> str:
+    """Read a message a second time just before the run ends."""
+    part = d / "part-00002.ndjson"
+    recs = ndjson_lines(part)
+    read = next(r for r in recs if r["kind"] == "consume")
+    end = next(i for i, r in enumerate(recs) if r["run"] == read["run"] and r["kind"] == "run_end")
+    recs.insert(end, {**read, "seq": recs[end]["seq"]})
+    recs[end + 1]["seq"] += 1
+    write_lines(part, recs)
+    return read["run"]
+
+
+def inject_divergent_epoch_files(d: Path) -> str:
+    """One replica claims a shared epoch started elsewhere (a well-formed file, crc included)."""
+    for run_dir in sorted((d / "stores").iterdir()):
+        files_ = sorted(run_dir.glob("*/" + stores.FILE))
+        lists = [stores.load_epoch_file(f.parent)[0] for f in files_]
+        if len(files_) >= 2 and lists[0] and lists[1] and lists[0][-1][1] > 0 and lists[0][-1][0] in dict(lists[1]):
+            e, s = lists[0][-1]
+            files_[1].write_text(stores.format_epoch_file([x for x in lists[1] if x[0] < e] + [(e, s + 1)]))
+            return run_dir.name
+    raise AssertionError("no run with a shared non-zero epoch start")
+
+
+def test_each_injected_violation_is_caught_by_both_engines_identically(tmp_path, spark):
+    from rmqcheck.traces.spark import validate_spark
+
+    d = corpus(tmp_path, runs=40, steps=100, runs_per_file=10)
+    expected = {
+        ("conformance", inject_non_conforming(d)),
+        ("lost_ack", inject_lost_ack(d)),
+        ("duplicate", inject_duplicate(d)),
+        ("epoch_agreement", inject_divergent_epoch_files(d)),
+    }
+    inputs = discover([str(d), str(OPENCHAOS)])
+    local = validate_local(inputs)
+    found = {(v.check, v.run) for v in local.violations}
+    assert expected <= found
+    assert local.failed()
+    remote = validate_spark(inputs, spark=spark)
+    assert remote.violations == local.violations
+    assert remote.units == local.units
+
+
+# --- OpenChaos ---------------------------------------------------------------------------------
+
+
+def test_an_openchaos_history_is_reported_with_exact_counts():
+    report = validate_local(discover([str(OPENCHAOS)]))
+    by = report.by_check()
+    # the file: 6 enqueues (5 SUCCESS, 1 FAILURE), m3 and m5 never dequeued, m2 dequeued 3 times,
+    # m4 twice, the failed m6 dequeued once; key k2 reads m4 before the earlier-sent m1... see the file
+    assert sorted(v.subject for v in by["lost_ack"]) == ["message m3", "message m5"]
+    assert sum(v.count for v in by["duplicate"]) == 3
+    assert [v.subject for v in by["read_failed"]] == ["message m6"]
+    assert [v.subject for v in by["order"]] == ["message m1"]
+    assert by["offset_agreement"] == [] and by["read_truncated"] == []
+
+
+# --- bad input ---------------------------------------------------------------------------------
+
+
+GOOD = {"v": 1, "run": "r", "group": "g", "seq": 0, "kind": "run_start", "config": "{}"}
+
+
+@pytest.mark.parametrize(
+    "line, what",
+    [
+        ('{"v": 1, "run": "r"', "not JSON"),
+        (json.dumps({**GOOD, "v": 2}), "unknown schema version 2"),
+        (json.dumps({**GOOD, "seq": "0"}), "field 'seq' has '0'"),
+        (json.dumps({**GOOD, "kind": "explode"}), "unknown event kind"),
+        (json.dumps({**GOOD, "colour": 1}), "unknown field"),
+        (json.dumps({k: v for k, v in GOOD.items() if k != "run"}), "missing required field 'run'"),
+        ("[1, 2]", "must be a JSON object"),
+    ],
+)
+def test_a_bad_ndjson_record_names_the_file_and_line(tmp_path, line, what):
+    p = tmp_path / "part-00000.ndjson"
+    p.write_text(json.dumps(GOOD) + "\n" + line + "\n")
+    with pytest.raises(TraceError) as e:
+        list(files.read_file(str(p)))
+    assert e.value.where == "line 2" and what in e.value.what and str(p) in str(e.value)
+
+
+def test_a_truncated_ndjson_file_names_the_last_line(tmp_path):
+    p = tmp_path / "part-00000.ndjson"
+    p.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD)[:-3])
+    with pytest.raises(TraceError, match="line 2: truncated"):
+        list(files.read_file(str(p)))
+
+
+def test_a_bad_parquet_row_names_the_row_group_and_row(tmp_path):
+    p = tmp_path / "part-00000.parquet"
+    rows = [GOOD, {**GOOD, "seq": 1, "v": 7}]
+    pq.write_table(pa.Table.from_pylist(rows, schema=files.ARROW.remove(0).insert(0, pa.field("v", pa.int32()))), p)
+    with pytest.raises(TraceError) as e:
+        list(files.read_file(str(p)))
+    assert e.value.where == "row group 0 row 1" and "unknown schema version 7" in e.value.what
+    items = list(files.read_file(str(p), skip=True))
+    assert sum(isinstance(i, files.BadRecord) for i in items) == 1
+    assert sum(i.num_rows for i in items if not isinstance(i, files.BadRecord)) == 1
+
+
+@pytest.mark.parametrize(
+    "make, what",
+    [
+        (lambda p: p.write_bytes(b"PAR1 not really"), "not a readable Parquet file"),
+        (lambda p: pq.write_table(pa.table({"run": ["r"]}), p), "missing required column"),
+        (lambda p: pq.write_table(pa.Table.from_pylist([{**GOOD, "extra": 1}]), p), "unknown column"),
+    ],
+)
+def test_a_bad_parquet_file_is_named(tmp_path, make, what):
+    p = tmp_path / "part-00000.parquet"
+    make(p)
+    with pytest.raises(TraceError, match=what):
+        list(files.read_file(str(p)))
+
+
+@pytest.mark.parametrize(
+    "line, what",
+    [
+        ("0\tenqueue\tREQUEST\tm1\tnull\n", "6 or 7 fields"),
+        ("0\tenqueue\tRESPONSE\tMAYBE\tm1\tnull\t1\t1\tnull\t0\n", "unknown result 'MAYBE'"),
+        ("x\tenqueue\tREQUEST\tm1\tnull\t1\tnull\n", "expected clientId"),
+        ("0\tpeek\tREQUEST\tm1\tnull\t1\tnull\n", "unknown operation"),
+        ("fault\tkill\tmaybe\t1\n", "a fault record"),
+        ("0\tenqueue\tRESPONSE\tSUCCESS\tm1\tnull\t1\t1\tnull\t0\n", "without a request"),
+    ],
+)
+def test_a_bad_openchaos_line_is_named(tmp_path, line, what):
+    p = tmp_path / "run-history"
+    p.write_text("fault\tkill\tstart\t1\n" + line)
+    with pytest.raises(TraceError) as e:
+        read_history(str(p))
+    assert e.value.where == "line 2" and what in e.value.what
+    table, bad = read_history(str(p), skip=True)
+    assert len(bad) == 1 and bad[0].where == "line 2"
+
+
+@pytest.mark.parametrize(
+    "main_text, bak_text, what",
+    [
+        ("2\n0\n1-0\n", None, "count line says 2"),
+        ("1\n5\n1-0\n", None, "crc 5 does not match"),
+        # a 0-byte main file (a torn write) is a NumberFormatException: no .bak fallback (reference §1.5)
+        ("", "1\n0\n1-0\n", "not a number"),
+        (None, "1\n0\n1-0\n", None),  # no main file: the .bak is read
+        ("2\n0\n2-5\n1-0\n", None, "does not follow"),
+    ],
+)
+def test_bad_epoch_files_are_store_findings(tmp_path, main_text, bak_text, what):
+    store = tmp_path / "set" / "broker-1"
+    store.mkdir(parents=True)
+    if main_text is not None:
+        (store / stores.FILE).write_text(main_text)
+    if bak_text is not None:
+        (store / stores.BAK).write_text(bak_text)
+    found = stores.check_set(str(tmp_path / "set"))
+    if what is None:
+        assert found == []
+    else:
+        assert [v.check for v in found] == ["epoch_file"] and what in found[0].detail
+
+
+def test_the_bak_file_stands_in_for_a_corrupt_main_file(tmp_path):
+    store = tmp_path / "broker-1"
+    store.mkdir()
+    (store / stores.FILE).write_text("1\n0\n")  # count 1, no entry: IOException
+    (store / stores.BAK).write_text(stores.format_epoch_file([(1, 0), (2, 100)]))
+    entries, note = stores.load_epoch_file(store)
+    assert entries == [(1, 0), (2, 100)] and ".bak used" in note
+
+
+def test_the_crc_matches_the_javadoc_example():
+    assert stores.crc([(7, 7000), (8, 8000)]) == 773307083
+    assert stores.crc([(1, 100), (2, 300), (3, 500)]) == 453994644
+
+
+def test_a_run_split_over_two_files_is_bad_input(tmp_path):
+    d = corpus(tmp_path, stores=False)
+    a, b = tmp_path / "part-00000.ndjson", tmp_path / "part-00001.ndjson"
+    lines = a.read_text().splitlines(keepends=True)
+    a.write_text("".join(lines[:-1]))
+    b.write_text(lines[-1] + b.read_text())
+    with pytest.raises(TraceError, match="a run must stay in one file"):
+        validate_local(discover([str(d)]))
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def test_validate_exit_statuses_and_the_side_file(tmp_path, capsys):
+    d = corpus(tmp_path / "c", stores=False)
+    out = tmp_path / "violations.ndjson"
+    assert main(["validate", str(d), "--violations", str(out), "--quiet"]) == 0
+    assert "conformance" in capsys.readouterr().out
+    inject_non_conforming(d)
+    assert main(["validate", str(d), "--violations", str(out), "--quiet"]) == 1
+    assert any(json.loads(line)["check"] == "conformance" for line in out.read_text().splitlines())
+    part = d / "part-00001.ndjson"
+    part.write_text(part.read_text() + '{"v": 1, "run": \n')
+    assert main(["validate", str(d), "--violations", str(out), "--quiet"]) == 2
+    assert f"{part}: line" in capsys.readouterr().err
+    rejected = tmp_path / "rejected.ndjson"
+    code = main(["validate", str(d), "--skip-bad-records", "--rejected", str(rejected), "--violations", str(out), "--quiet"])
+    assert code == 1 and "1 bad records skipped" in capsys.readouterr().out
+    assert json.loads(rejected.read_text())["file"] == str(part)
+
+
+def test_validate_names_a_missing_path(tmp_path, capsys):
+    assert main(["validate", str(tmp_path / "nope")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err

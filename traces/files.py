@@ -1,0 +1,201 @@
+"""Reading and writing v1 event traces: NDJSON (one record per line) and Parquet.
+
+A corpus is a directory of part files (`part-00000.ndjson` or `.parquet`); a run never spans
+two files, so files are the unit of parallel work and a run's history stays in one place.
+Readers yield Arrow record batches of the v1 schema. A bad record (malformed, truncated, wrong
+type, unknown version) raises TraceError naming the file and line (NDJSON) or row group and row
+(Parquet); with `skip=True` it is yielded as a BadRecord instead, for the caller to write to a
+side file and count. Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator, NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .schema import ARROW, FIELDS, KINDS, VERSION, TraceError, check_record
+
+NDJSON = "ndjson"
+PARQUET = "parquet"
+FORMATS = (NDJSON, PARQUET)
+BATCH_ROWS = 8192
+
+
+class BadRecord(NamedTuple):
+    path: str
+    where: str
+    what: str
+    raw: str  # the record as read (the line, or the Parquet row as JSON)
+
+    def to_json(self) -> dict[str, str]:
+        return {"file": self.path, "where": self.where, "what": self.what, "raw": self.raw}
+
+
+Item = pa.RecordBatch | BadRecord
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def write_part(path: Path, records: Iterable[dict[str, Any]], fmt: str) -> int:
+    """Write records to one part file; returns how many."""
+    if fmt == NDJSON:
+        n = 0
+        with open(path, "w") as f:
+            for rec in records:
+                f.write(json.dumps({k: v for k, v in rec.items() if v is not None}, separators=(",", ":")))
+                f.write("\n")
+                n += 1
+        return n
+    if fmt == PARQUET:
+        n = 0
+        with pq.ParquetWriter(path, ARROW) as w:
+            chunk: list[dict[str, Any]] = []
+            for rec in records:
+                chunk.append(rec)
+                if len(chunk) == BATCH_ROWS * 8:
+                    w.write_table(pa.Table.from_pylist(chunk, schema=ARROW))
+                    n += len(chunk)
+                    chunk = []
+            if chunk:
+                w.write_table(pa.Table.from_pylist(chunk, schema=ARROW))
+                n += len(chunk)
+        return n
+    raise ValueError(f"unknown format {fmt!r}, expected one of {FORMATS}")
+
+
+def part_name(index: int, fmt: str) -> str:
+    return f"part-{index:05d}.{fmt}"
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def trace_files(paths: Iterable[str]) -> list[str]:
+    """The trace files named by `paths` (directories are searched), sorted; TraceError for a
+    path that does not exist or a directory without trace files."""
+    out: list[str] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(str(f) for f in p.rglob("*") if f.suffix[1:] in FORMATS and f.is_file())
+            if not found:
+                raise TraceError(str(p), "directory", "no .ndjson or .parquet trace files in it")
+            out += found
+        elif p.is_file():
+            out.append(str(p))
+        else:
+            raise TraceError(str(p), "path", "no such file or directory")
+    return out
+
+
+def read_file(path: str, skip: bool = False) -> Iterator[Item]:
+    """The records of one trace file as Arrow batches (and BadRecords when `skip`)."""
+    if path.endswith("." + PARQUET):
+        yield from _read_parquet(path, skip)
+    else:
+        yield from _read_ndjson(path, skip)
+
+
+def _bad(path: str, where: str, what: str, raw: str, skip: bool) -> BadRecord:
+    if not skip:
+        raise TraceError(path, where, what)
+    return BadRecord(path, where, what, raw)
+
+
+def _read_ndjson(path: str, skip: bool) -> Iterator[Item]:
+    rows: list[dict[str, Any]] = []
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise TraceError(path, "file", f"cannot read: {exc.strerror}") from None
+    with f:
+        for n, raw in enumerate(f, start=1):
+            where = f"line {n}"
+            try:
+                text = raw.decode("utf-8")
+                if not text.endswith("\n"):
+                    yield _bad(path, where, "truncated: the last line has no newline", text, skip)
+                    continue
+                rec = json.loads(text)
+                rows.append(check_record(rec, path, where))
+            except UnicodeDecodeError:
+                yield _bad(path, where, "not UTF-8 text", repr(raw), skip)
+            except json.JSONDecodeError as exc:
+                yield _bad(path, where, f"not JSON: column {exc.colno}: {exc.msg}", raw.decode("utf-8", "replace"), skip)
+            except TraceError as exc:
+                yield _bad(path, where, exc.what, text, skip)
+            if len(rows) == BATCH_ROWS:
+                yield pa.RecordBatch.from_pylist(rows, schema=ARROW)
+                rows = []
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, schema=ARROW)
+
+
+def _read_parquet(path: str, skip: bool) -> Iterator[Item]:
+    try:
+        f = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise TraceError(path, "file", f"not a readable Parquet file: {exc}") from None
+    have = f.schema_arrow
+    missing = [x.name for x in FIELDS if x.required and x.name not in have.names]
+    if missing:
+        raise TraceError(path, "schema", f"missing required column(s) {missing}")
+    unknown = [n for n in have.names if n not in ARROW.names]
+    if unknown:
+        raise TraceError(path, "schema", f"unknown column(s) {unknown}")
+    for g in range(f.num_row_groups):
+        try:
+            table = f.read_row_group(g)
+            table = _conform(table)
+        except (OSError, pa.ArrowException) as exc:
+            raise TraceError(path, f"row group {g}", f"unreadable: {exc}") from None
+        batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
+        if batch is None:
+            continue
+        bad = _bad_rows(batch)
+        if not bad:
+            yield batch
+            continue
+        keep = [i for i in range(batch.num_rows) if i not in bad]
+        for i, what in sorted(bad.items()):
+            yield _bad(path, f"row group {g} row {i}", what, json.dumps(batch.slice(i, 1).to_pylist()[0]), skip)
+        if keep:
+            yield batch.take(pa.array(keep))
+
+
+def _conform(table: pa.Table) -> pa.Table:
+    """The table with the v1 columns in order: absent optional columns as nulls, types cast
+    (an impossible cast is an ArrowException)."""
+    cols = []
+    for field in ARROW:
+        if field.name in table.column_names:
+            cols.append(table.column(field.name).cast(field.type))
+        else:
+            cols.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(cols, schema=ARROW)
+
+
+def _bad_rows(batch: pa.RecordBatch) -> dict[int, str]:
+    """Row index -> what is wrong, for the checks `check_record` makes on NDJSON."""
+    bad: dict[int, str] = {}
+
+    def mark(mask: pa.Array, what) -> None:
+        for i in pc.indices_nonzero(pc.fill_null(mask, True)).to_pylist():
+            bad.setdefault(i, what(i))
+
+    v = batch.column("v")
+    mark(pc.not_equal(v, VERSION), lambda i: f"unknown schema version {v[i].as_py()!r} (this reader knows {VERSION})")
+    for field in FIELDS:
+        if field.required:
+            mark(pc.is_null(batch.column(field.name)), lambda i, n=field.name: f"missing required field {n!r}")
+    kind = batch.column("kind")
+    mark(pc.invert(pc.is_in(kind, pa.array(KINDS))), lambda i: f"unknown event kind {kind[i].as_py()!r}")
+    mark(pc.less(batch.column("seq"), 0), lambda i: "seq must be >= 0")
+    start_without_config = pc.and_(pc.equal(kind, "run_start"), pc.is_null(batch.column("config")))
+    mark(start_without_config, lambda i: "run_start without config")
+    return bad

@@ -1,0 +1,105 @@
+"""OpenChaos history files (`...-history`) as a client-history table (traces/history.py).
+
+The file is tab-separated, one record per line, written by one synchronized writer, so the
+line number orders the records (reference/anchors.md §3.3):
+
+    request:  clientId  operation  REQUEST   value   shardingKey  timestamp  [extraInfo]
+    response: clientId  operation  RESPONSE  result  value  shardingKey  timestamp  sendLatency  extraInfo  endToEndLatency
+    fault:    fault     faultName  start|end timestamp
+
+An `enqueue` is one send, placed at its request's line, with the response's result as status
+(SUCCESS ok, FAILURE fail, UNKNOWN info; a request with no response is info). Every `dequeue`
+SUCCESS response is one read (a pull returns several; a push consumer logs responses with no
+request). Queue offsets are not recorded, so offset_agreement has nothing to check and
+lost_ack falls back to OpenChaos's own rule: acked and never read.
+The whole file is one run, named after the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from . import history as h
+from .files import BadRecord
+from .schema import TraceError
+
+RESULTS = {"SUCCESS": h.OK, "FAILURE": h.FAIL, "UNKNOWN": h.INFO}
+OPERATIONS = ("enqueue", "dequeue")
+
+
+def _null(text: str) -> str | None:
+    return None if text == "null" else text
+
+
+def is_history(path: str) -> bool:
+    return "history" in Path(path).name and not Path(path).name.endswith((".ndjson", ".parquet"))
+
+
+def read_history(path: str, skip: bool = False) -> tuple[pa.Table, list[BadRecord]]:
+    """The history table of one OpenChaos file. A bad record raises TraceError naming the line;
+    with `skip` it is returned among the BadRecords instead and the rest is read."""
+    bad: list[BadRecord] = []
+    run = Path(path).name
+    rows: list[dict[str, Any]] = []
+    pending: dict[str, dict[str, Any]] = {}  # clientId -> its enqueue in flight
+    try:
+        f = open(path, encoding="utf-8", newline="\n")
+        lines = list(f)
+        f.close()
+    except OSError as exc:
+        raise TraceError(path, "file", f"cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise TraceError(path, "file", f"not UTF-8 text (byte {exc.start})") from None
+    for n, line in enumerate(lines, start=1):
+        try:
+            _record(path, run, n, line, rows, pending)
+        except TraceError as exc:
+            if not skip:
+                raise
+            bad.append(BadRecord(path, exc.where, exc.what, line))
+    rows += pending.values()  # enqueues whose response never came: outcome unknown
+    return pa.Table.from_pylist(rows, schema=h.SCHEMA), bad
+
+
+def _record(path: str, run: str, n: int, line: str, rows: list[dict[str, Any]], pending: dict[str, dict[str, Any]]) -> None:
+    """Add one line's rows (or its enqueue in flight); TraceError if it is malformed."""
+    where = f"line {n}"
+    if not line.endswith("\n"):
+        raise TraceError(path, where, "truncated: the last line has no newline")
+    parts = line[:-1].split("\t")
+    if parts[0] == "fault":
+        if len(parts) != 4 or parts[2] not in ("start", "end"):
+            raise TraceError(path, where, "a fault record is: fault, name, start|end, timestamp")
+        return
+    if len(parts) < 3 or not parts[0].isdigit():
+        raise TraceError(path, where, f"expected clientId, operation, REQUEST|RESPONSE; got {line[:80]!r}")
+    client, op, kind = parts[0], parts[1], parts[2]
+    if op not in OPERATIONS:
+        raise TraceError(path, where, f"unknown operation {op!r} (a queue history has {OPERATIONS})")
+    if kind == "REQUEST":
+        if len(parts) not in (6, 7):
+            raise TraceError(path, where, f"a request has 6 or 7 fields, this one {len(parts)}")
+        if op == "enqueue":
+            if client in pending:
+                raise TraceError(path, where, f"client {client} sends again before its previous enqueue's response")
+            pending[client] = {"run": run, "seq": n, "op": h.SEND, "msg": parts[3], "key": _null(parts[4]), "status": h.INFO}
+    elif kind == "RESPONSE":
+        if len(parts) != 10:
+            raise TraceError(path, where, f"a response has 10 fields, this one {len(parts)}")
+        result = RESULTS.get(parts[3])
+        if result is None:
+            raise TraceError(path, where, f"unknown result {parts[3]!r} (expected {', '.join(RESULTS)})")
+        if op == "enqueue":
+            send = pending.pop(client, None)
+            if send is None:
+                raise TraceError(path, where, f"enqueue response of client {client} without a request")
+            if parts[4] != send["msg"]:
+                raise TraceError(path, where, f"enqueue response value {parts[4]!r}, its request sent {send['msg']!r}")
+            rows.append({**send, "status": result})
+        elif result == h.OK:
+            rows.append({"run": run, "seq": n, "op": h.READ, "msg": parts[4], "key": _null(parts[5])})
+    else:
+        raise TraceError(path, where, f"unknown record type {kind!r} (expected REQUEST, RESPONSE or fault)")

@@ -1,0 +1,162 @@
+"""The recorder: runs of the model with random faults, written as v1 event traces.
+
+Run i of a corpus with seed S walks from the initial state with `random.Random(f"{S}:{i}")`,
+taking a random enabled action at each step (faults within the configuration's budget), and
+records every transition with the observable state after it (traces/schema.py). Runs cycle
+through the named configurations, so a corpus covers several broker sets and settings.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Iterator, NamedTuple, Sequence
+
+from rmqcheck.checkers import configs
+from rmqcheck.model import commitlog as cl
+from rmqcheck.model import epochfile as ef
+from rmqcheck.model.config import Config
+from rmqcheck.model.step import ACTIONS, Action, candidates, initial_state
+from rmqcheck.model.world import State
+
+from .files import part_name, write_part
+from .schema import RUN_END, RUN_START, VERSION
+from .stores import FILE, format_epoch_file
+
+# The configurations a corpus cycles through by default: the durable settings, under which no
+# client guarantee may break, so a default corpus validates clean (duplicates aside).
+CORPUS_CONFIGS: tuple[str, ...] = ("durable", "durable3")
+_NODE_ARGS = ("broker", "slave")
+
+
+def run_id(seed: int, index: int) -> str:
+    return f"s{seed}-r{index:08d}"
+
+
+def held_messages(s: State) -> list[int]:
+    """Ids of the messages that some broker's commit log holds whole."""
+    return [m.id for m in s.msgs if any(cl.has_message(b.log, m) for b in s.brokers)]
+
+
+def transition_record(before: State, action: Action, after: State) -> dict[str, Any]:
+    """The schema-v1 fields of one transition (without run, group, seq)."""
+    kind = action[0]
+    spec = ACTIONS[kind]
+    rec: dict[str, Any] = {"kind": kind, "args": list(action[1:])}
+    if spec.args and spec.args[0] in _NODE_ARGS:
+        b = after.broker(action[1])
+        rec.update(
+            node=b.id,
+            up=b.up,
+            role=b.role,
+            epoch=b.master_epoch,
+            max_offset=len(b.log.cells),
+            flushed=b.log.flushed,
+            confirm=b.confirm,
+            sss=sorted(b.sss),
+            sss_epoch=b.sss_epoch,
+            last_epoch=ef.last_epoch(b.epochs),
+        )
+        if b.epochs.entries:
+            rec["last_epoch_start"] = b.epochs.entries[-1][1]
+    if kind == "send" and len(after.sends) > len(before.sends):
+        r = after.sends[-1]
+        rec["status"] = r.status
+        if r.msg is not None:
+            m = after.msgs[r.msg - 1]
+            rec.update(msg=m.id, queue=m.queue, queue_offset=m.queue_offset)
+    elif kind == "consume":
+        r = after.reads[-1]
+        rec.update(msg=r.msg, queue=r.queue, queue_offset=r.queue_offset)
+    elif kind in ("put_complete", "put_timeout"):
+        m = after.msgs[action[2] - 1]
+        rec.update(msg=m.id, queue=m.queue, queue_offset=m.queue_offset)
+        rec["status"] = next(r.status for r in after.sends if r.msg == m.id)
+    c = after.ctrl.applied
+    rec.update(ctrl_epoch=c.master_epoch, ctrl_sss=sorted(c.sss), ctrl_sss_epoch=c.sss_epoch)
+    if c.master is not None:
+        rec["ctrl_master"] = c.master
+    return rec
+
+
+def random_step(s: State, cfg: Config, rng: random.Random) -> tuple[Action, State]:
+    """A random enabled action and its successor: candidates are tried in a random order
+    (cheaper than computing every successor; `tick` is always enabled)."""
+    options = candidates(s, cfg)
+    while True:
+        a = options.pop(rng.randrange(len(options)))
+        nxt = ACTIONS[a[0]].rule(s, cfg, *a[1:])
+        if nxt is not None:
+            return a, nxt
+
+
+def write_stores(s: State, run_dir: Path) -> None:
+    """Each broker's epochFileCheckpoint as the store directory would hold it (an empty list is
+    never written: quirk Q2)."""
+    for b in s.brokers:
+        if b.epochs.disk:
+            store = run_dir / f"broker-{b.id}"
+            store.mkdir(parents=True, exist_ok=True)
+            (store / FILE).write_text(format_epoch_file(b.epochs.disk))
+
+
+def record_run(
+    cfg: Config, run: str, group: str, rng: random.Random, steps: int, stores: Path | None = None
+) -> Iterator[dict[str, Any]]:
+    """The records of one run: run_start, `steps` transitions, run_end (and its stores' epoch
+    files under `stores/<run>/` when asked)."""
+    head = {"v": VERSION, "run": run, "group": group}
+    yield {**head, "seq": 0, "kind": RUN_START, "config": json.dumps(configs.to_dict(cfg), sort_keys=True)}
+    s = initial_state(cfg)
+    for seq in range(1, steps + 1):
+        a, nxt = random_step(s, cfg, rng)
+        yield {**head, "seq": seq, **transition_record(s, a, nxt)}
+        s = nxt
+    if stores is not None:
+        write_stores(s, stores / run)
+    yield {**head, "seq": steps + 1, "kind": RUN_END, "events": steps, "held": held_messages(s)}
+
+
+class Corpus(NamedTuple):
+    """What `rmqcheck simulate` records."""
+
+    seed: int = 0
+    runs: int = 100
+    steps: int = 100  # transitions per run
+    names: tuple[str, ...] = CORPUS_CONFIGS  # named configurations, cycled through
+    snapshot: bool = False  # keep the snapshot's known defects on (default: the intended model)
+    fmt: str = "ndjson"
+    runs_per_file: int = 1000
+    stores: bool = False  # also write each run's epoch files under stores/<run>/
+
+    def config(self, index: int) -> tuple[str, Config]:
+        name = self.names[index % len(self.names)]
+        return name, configs.with_bugs(configs.load(name), frozenset(), self.snapshot)
+
+
+def record(corpus: Corpus, first: int, count: int, stores: Path | None = None) -> Iterator[dict[str, Any]]:
+    """Runs first .. first+count-1 of the corpus."""
+    for i in range(first, first + count):
+        name, cfg = corpus.config(i)
+        rng = random.Random(f"{corpus.seed}:{i}")
+        yield from record_run(cfg, run_id(corpus.seed, i), f"broker-{name}", rng, corpus.steps, stores)
+
+
+def _write(args: tuple[Corpus, Path, int]) -> int:
+    corpus, out, part = args
+    first = part * corpus.runs_per_file
+    count = min(corpus.runs_per_file, corpus.runs - first)
+    stores = out / "stores" if corpus.stores else None
+    return write_part(out / part_name(part, corpus.fmt), record(corpus, first, count, stores), corpus.fmt)
+
+
+def simulate(corpus: Corpus, out: Path, jobs: int = 1) -> int:
+    """Write the corpus to `out` as part files, `jobs` processes at a time; the event count."""
+    out.mkdir(parents=True, exist_ok=True)
+    parts = [(corpus, out, p) for p in range(-(-corpus.runs // corpus.runs_per_file))]
+    if jobs <= 1 or len(parts) == 1:
+        return sum(map(_write, parts))
+    with ProcessPoolExecutor(jobs) as pool:
+        return sum(pool.map(_write, parts))

@@ -1,0 +1,161 @@
+"""RocketMQ store artefacts: the `epochFileCheckpoint` files of a replica set.
+
+Layout read: a broker-set directory holding one store directory per replica, each with
+`epochFileCheckpoint` (and maybe `epochFileCheckpoint.bak`):
+
+    <set>/<replica>/epochFileCheckpoint
+
+`load_epoch_file` mirrors `EpochFileCache.initCacheFromFile` over `CheckpointFile.read`
+(reference §1.5): count line, crc line (0 disables the check), `<epoch>-<startOffset>` lines;
+a count or crc mismatch, or a missing or empty main file, falls back to `.bak`; a non-numeric
+header or entry fails store start-up (NumberFormatException, no fallback).
+
+Checks across the replicas of one set (`check_set`):
+- epoch_file: every replica's file loads, with epochs and start offsets strictly increasing
+  (what `appendEntry` maintains); a replica that needed `.bak` is noted in the detail.
+- epoch_agreement: the same epoch starts at the same offset on every replica that has it
+  (one master per epoch wrote it from one place), and replicas agreeing on an entry agree on
+  every entry before it (epoch log matching).
+- consistent_point: each replica's truncation point against the replica with the highest
+  last epoch (the would-be master), computed by the model's `find_consistent_point`: -1 while
+  both have entries means the replica cannot resume replication without losing its whole log.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Iterable, NamedTuple
+
+from rmqcheck.model.epochfile import INF, find_consistent_point
+
+from .history import Violation
+
+FILE = "epochFileCheckpoint"
+BAK = FILE + ".bak"
+CHECKS: tuple[str, ...] = ("epoch_file", "epoch_agreement", "consistent_point")
+
+
+class Unreadable(Exception):
+    """IOException in CheckpointFile.read: count or crc mismatch (falls back to .bak)."""
+
+
+class Fatal(Exception):
+    """NumberFormatException: the store cannot start (no fallback)."""
+
+
+def crc(entries: Iterable[tuple[int, int]]) -> int:
+    """CheckpointFile's crc: CRC32 of the entry lines, each with its separator, & 0x7FFFFFFF."""
+    text = "".join(f"{e}-{s}\n" for e, s in entries)
+    return zlib.crc32(text.encode()) & 0x7FFFFFFF
+
+
+def format_epoch_file(entries: Iterable[tuple[int, int]]) -> str:
+    entries = list(entries)
+    return f"{len(entries)}\n{crc(entries)}\n" + "".join(f"{e}-{s}\n" for e, s in entries)
+
+
+def _parse(text: str) -> list[tuple[int, int]]:
+    lines = text.split("\n")
+    try:
+        count, want_crc = int(lines[0]), int(lines[1])
+    except (ValueError, IndexError):
+        raise Fatal("the count or crc line is missing or not a number") from None
+    entries = []
+    for line in lines[2:]:
+        parts = line.split("-")
+        if len(parts) != 2:
+            continue  # CheckpointFile skips it; the count then mismatches
+        try:
+            entries.append((int(parts[0]), int(parts[1])))
+        except ValueError:
+            raise Fatal(f"entry {line!r} is not <epoch>-<startOffset>") from None
+    if len(entries) != count:
+        raise Unreadable(f"count line says {count}, the file has {len(entries)} entries")
+    if want_crc != 0 and crc(entries) != want_crc:
+        raise Unreadable(f"crc {want_crc} does not match the entries ({crc(entries)})")
+    return entries
+
+
+def load_epoch_file(store: Path) -> tuple[list[tuple[int, int]], str]:
+    """(entries, note) as initCacheFromFile reads them; raises Fatal or Unreadable (both files)."""
+    main, bak = store / FILE, store / BAK
+    note = ""
+    try:
+        entries = _parse(main.read_text()) if main.exists() else []
+        if entries:
+            return entries, note
+        note = "main file absent or empty, .bak used"
+    except Unreadable as exc:
+        note = f"main file unusable ({exc}), .bak used"
+    if not bak.exists():
+        if note.startswith("main file unusable"):
+            raise Unreadable(note.replace(", .bak used", "") + "; no .bak")
+        return [], "no epoch file"
+    return _parse(bak.read_text()), note
+
+
+def _increasing(entries: list[tuple[int, int]]) -> str | None:
+    for (e0, s0), (e1, s1) in zip(entries, entries[1:]):
+        if e1 <= e0 or s1 <= s0:
+            return f"entry {e1}-{s1} does not follow {e0}-{s0} (epochs and starts must strictly increase)"
+    return None
+
+
+def store_sets(paths: Iterable[Path]) -> list[Path]:
+    """Broker-set directories under `paths`: parents of store directories holding an epoch file."""
+    found: set[Path] = set()
+    for p in paths:
+        for f in [p] if p.is_file() else p.rglob(FILE + "*"):
+            if f.name in (FILE, BAK):
+                found.add(f.parent.parent)
+    return sorted(found)
+
+
+def check_set(set_dir: str) -> list[Violation]:
+    base = Path(set_dir)
+    run = base.name
+    out: list[Violation] = []
+    good: dict[str, list[tuple[int, int]]] = {}
+    for store in sorted(p for p in base.iterdir() if (p / FILE).exists() or (p / BAK).exists()):
+        try:
+            entries, note = load_epoch_file(store)
+        except (Fatal, Unreadable) as exc:
+            out.append(Violation("epoch_file", run, f"replica {store.name}", 1, f"store cannot load its epoch file: {exc}"))
+            continue
+        wrong = _increasing(entries)
+        if wrong:
+            out.append(Violation("epoch_file", run, f"replica {store.name}", 1, wrong + (f" ({note})" if note else "")))
+            continue
+        good[store.name] = entries
+    names = sorted(good)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            problem = _disagreement(good[a], good[b])
+            if problem:
+                out.append(Violation("epoch_agreement", run, f"replicas {a} {b}", 1, problem))
+    if names:
+        master = max(names, key=lambda n: (good[n][-1][0] if good[n] else -1, n))
+        for n in names:
+            if n != master and good[n] and good[master]:
+                if find_consistent_point(good[n], INF, good[master], INF) == -1:
+                    detail = f"no consistent point with {master}: {_show(good[n])} vs {_show(good[master])}"
+                    out.append(Violation("consistent_point", run, f"replica {n}", 1, detail))
+    return out
+
+
+def _show(entries: list[tuple[int, int]]) -> str:
+    return ",".join(f"{e}-{s}" for e, s in entries)
+
+
+def _disagreement(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> str | None:
+    starts_b = dict(b)
+    for e, s in a:
+        if e in starts_b and starts_b[e] != s:
+            return f"epoch {e} starts at {s} on one and {starts_b[e]} on the other"
+    common = set(a) & set(b)
+    if common:
+        last = max(common)
+        if [x for x in a if x <= last] != [x for x in b if x <= last]:
+            return f"both have {last[0]}-{last[1]} but not the same entries before it"
+    return None

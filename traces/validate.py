@@ -1,0 +1,146 @@
+"""What `rmqcheck validate` reads and reports, and the local (single-process, streaming) engine.
+
+Inputs under the given paths: v1 event traces (`*.ndjson`, `*.parquet`), OpenChaos histories
+(files with `history` in the name) and replica sets of RocketMQ store directories (holding
+`epochFileCheckpoint`). Three check families: conformance (traces/conformance.py), client
+history (traces/history.py) and store artefacts (traces/stores.py). The Spark engine
+(traces/spark.py) must return the same Report, violation for violation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable, Iterable, NamedTuple
+
+import pyarrow as pa
+
+from . import history, openchaos, stores
+from .conformance import RunVerdict, replay_run
+from .files import FORMATS, BadRecord, read_file
+from .history import Violation
+from .schema import TraceError
+
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "conformance": ("conformance",),
+    "history": history.CHECKS,
+    "stores": stores.CHECKS,
+}
+CHECK_FAMILY = {c: fam for fam, checks in FAMILIES.items() for c in checks}
+# Findings that break no safety guarantee: reported, and failing the run only with --strict.
+REPORTED: dict[str, str] = {
+    "duplicate": "at-least-once delivery allows it",
+    "consistent_point": "availability: the replica retries its handshake forever (as PR #9942 reports)",
+}
+
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+class Inputs(NamedTuple):
+    traces: list[str]
+    histories: list[str]
+    store_sets: list[str]
+
+    def empty(self) -> bool:
+        return not (self.traces or self.histories or self.store_sets)
+
+
+def discover(paths: Iterable[str]) -> Inputs:
+    """Sorted inputs under `paths`; TraceError for a path that does not exist or holds nothing."""
+    traces: set[str] = set()
+    hist: set[str] = set()
+    sets: set[str] = set()
+    for p in map(Path, paths):
+        if not p.exists():
+            raise TraceError(str(p), "path", "no such file or directory")
+        found = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
+        before = len(traces) + len(hist) + len(sets)
+        for f in found:
+            if f.suffix[1:] in FORMATS:
+                traces.add(str(f))
+            elif openchaos.is_history(str(f)):
+                hist.add(str(f))
+        sets.update(str(s) for s in stores.store_sets([p]))
+        if len(traces) + len(hist) + len(sets) == before:
+            raise TraceError(str(p), "path", "no traces (.ndjson/.parquet), OpenChaos histories or epoch files in it")
+    return Inputs(sorted(traces), sorted(hist), sorted(sets))
+
+
+class Report(NamedTuple):
+    engine: str
+    units: dict[str, int]  # files, events, runs, histories, store_sets, client_ops
+    violations: list[Violation]  # sorted
+    bad: list[BadRecord]  # skipped records (only with skip)
+    seconds: dict[str, float]  # per family
+
+    def by_check(self) -> dict[str, list[Violation]]:
+        out: dict[str, list[Violation]] = {c: [] for checks in FAMILIES.values() for c in checks}
+        for v in self.violations:
+            out[v.check].append(v)
+        return out
+
+    def failed(self, strict: bool = False) -> bool:
+        return any(strict or v.check not in REPORTED for v in self.violations)
+
+
+def conformance_violation(v: RunVerdict) -> Violation:
+    return Violation(
+        "conformance", v.run, f"seq {v.failed_seq}", 1, f"matched {v.matched} of {v.transitions} transitions: {v.problem}"
+    )
+
+
+def spans_error(run: str, files: Iterable[str]) -> TraceError:
+    a, b = sorted(files)[:2]
+    return TraceError(b, "run " + run, f"the run also has records in {a}; a run must stay in one file")
+
+
+def validate_local(inputs: Inputs, skip: bool = False, progress: Progress | None = None) -> Report:
+    units: dict[str, int] = defaultdict(int)
+    seconds: dict[str, float] = defaultdict(float)
+    bad: list[BadRecord] = []
+    violations: list[Violation] = []
+    hist_tables: list[pa.Table] = []
+    run_files: dict[str, set[str]] = defaultdict(set)
+    for i, path in enumerate(inputs.traces):
+        runs: dict[str, list[dict]] = defaultdict(list)
+        for item in read_file(path, skip):
+            if isinstance(item, BadRecord):
+                bad.append(item)
+                continue
+            units["events"] += item.num_rows
+            t = time.perf_counter()
+            hist_tables.append(history.from_events(item))
+            seconds["history"] += time.perf_counter() - t
+            for rec in item.to_pylist():
+                runs[rec["run"]].append(rec)
+        t = time.perf_counter()
+        for run, records in runs.items():
+            run_files[run].add(path)
+            records.sort(key=lambda r: r["seq"])
+            verdict = replay_run(records)
+            if verdict.failed_seq is not None:
+                violations.append(conformance_violation(verdict))
+        seconds["conformance"] += time.perf_counter() - t
+        if progress:
+            progress("trace files", i + 1, len(inputs.traces))
+    spanning = sorted(run for run, fs in run_files.items() if len(fs) > 1)
+    if spanning:
+        raise spans_error(spanning[0], run_files[spanning[0]])
+    units["files"] = len(inputs.traces)
+    units["runs"] = len(run_files)
+    t = time.perf_counter()
+    for path in inputs.histories:
+        table, rejected = openchaos.read_history(path, skip)
+        hist_tables.append(table)
+        bad += rejected
+    units["histories"] = len(inputs.histories)
+    units["client_ops"] = sum(t.num_rows for t in hist_tables)
+    violations += history.check_runs(hist_tables)
+    seconds["history"] += time.perf_counter() - t
+    t = time.perf_counter()
+    for s in inputs.store_sets:
+        violations += stores.check_set(s)
+    units["store_sets"] = len(inputs.store_sets)
+    seconds["stores"] = time.perf_counter() - t
+    return Report("local", dict(units), sorted(violations), bad, dict(seconds))
