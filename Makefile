@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test hunt bench java clean
+.PHONY: run test hunt bench bench-spark java clean
 
 # Create the virtual environment if missing and install everything pinned in pyproject.toml.
 $(STAMP): pyproject.toml
@@ -37,5 +37,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/prove.py
 	$(BIN)/python bench/explore.py
 
+# Trace validation at scale: 10^7 recorded events (cached under build/), local engine vs Spark.
+bench-spark: $(STAMP) java
+	$(BIN)/python bench/spark.py
+
 clean:
-	rm -rf $(VENV) counterexamples .pytest_cache .hypothesis
+	rm -rf $(VENV) build counterexamples .pytest_cache .hypothesis

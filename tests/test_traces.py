@@ -5,7 +5,6 @@ every reader."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmqcheck.cli import main
-from rmqcheck.traces import files, history, stores
+from rmqcheck.traces import files, stores
 from rmqcheck.traces.openchaos import read_history
 from rmqcheck.traces.recorder import Corpus, simulate
-from rmqcheck.traces.schema import TraceError, json_schema
+from rmqcheck.traces.schema import TraceError, documented, json_schema
 from rmqcheck.traces.validate import discover, validate_local
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,10 +70,12 @@ def test_defaults_lose_acked_messages_in_conforming_runs(tmp_path):
     assert "lost_ack" in checks(report) and "conformance" not in checks(report)
 
 
-def test_the_json_schema_matches_the_arrow_schema():
+def test_the_documented_schema_is_the_one_the_code_reads():
     schema = json_schema()
     assert set(schema["properties"]) == set(files.ARROW.names)
     assert json.loads((ROOT / "docs" / "trace-schema-v1.json").read_text()) == schema
+    guide = (ROOT / "docs" / "traces.md").read_text()
+    assert documented(guide) == guide, "regenerate with: python -m rmqcheck.traces.schema"
 
 
 # --- injected violations: each caught, both engines identical ------------------------------------
@@ -140,6 +141,7 @@ def test_each_injected_violation_is_caught_by_both_engines_identically(tmp_path,
         ("duplicate", inject_duplicate(d)),
         ("epoch_agreement", inject_divergent_epoch_files(d)),
     }
+    to_parquet(d / "part-00001.ndjson")  # one engine path per format
     inputs = discover([str(d), str(OPENCHAOS)])
     local = validate_local(inputs)
     found = {(v.check, v.run) for v in local.violations}
@@ -148,6 +150,38 @@ def test_each_injected_violation_is_caught_by_both_engines_identically(tmp_path,
     remote = validate_spark(inputs, spark=spark)
     assert remote.violations == local.violations
     assert remote.units == local.units
+
+
+def to_parquet(part: Path) -> Path:
+    """The same records as a Parquet part file (the NDJSON one removed)."""
+    target = part.with_suffix(".parquet")
+    files.write_part(target, ndjson_lines(part), files.PARQUET)
+    part.unlink()
+    return target
+
+
+def test_both_engines_stop_at_the_same_bad_record_or_skip_the_same_ones(tmp_path, spark):
+    from rmqcheck.traces.spark import validate_spark
+
+    d = corpus(tmp_path, stores=False)
+    nd = d / "part-00002.ndjson"
+    nd.write_text(nd.read_text() + json.dumps({**GOOD, "v": 3}) + "\n")
+    recs = ndjson_lines(d / "part-00001.ndjson")
+    recs[5]["kind"] = "explode"
+    files.write_part(d / "part-00001.parquet", recs, files.PARQUET)
+    (d / "part-00001.ndjson").unlink()
+    inputs = discover([str(d)])
+    with pytest.raises(TraceError) as local_error:
+        validate_local(inputs)
+    with pytest.raises(TraceError) as spark_error:
+        validate_spark(inputs, spark=spark)
+    assert str(local_error.value) == str(spark_error.value)
+    assert "part-00001.parquet: row group 0 row 5: unknown event kind 'explode'" in str(local_error.value)
+    local = validate_local(inputs, skip=True)
+    remote = validate_spark(inputs, skip=True, spark=spark)
+    assert [b.where for b in local.bad] == ["row group 0 row 5", f"line {len(ndjson_lines(nd))}"]
+    assert remote.bad == local.bad and remote.violations == local.violations and remote.units == local.units
+    assert "conformance" in checks(local)  # the skipped record leaves a gap: nothing silently lost
 
 
 # --- OpenChaos ---------------------------------------------------------------------------------

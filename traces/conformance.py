@@ -1,4 +1,4 @@
-"""Trace conformance: replay one recorded run through the model.
+"""Trace conformance: replay recorded runs through the model.
 
 Every transition record must name an action the model has enabled in the replayed state, and
 the state after it must match every field the record carries (etcd's ValidateTraceState); the
@@ -6,21 +6,28 @@ run must start with run_start, have no gap in `seq`, and end with a run_end that
 transitions and lists the held messages, so a trace that stops early or matches only a prefix
 fails (TraceAccepted: the whole trace consumed). A failure names the run, the longest matched
 prefix and the failing rule and field.
+
+Runs are replayed from the columns of an Arrow table (one list per field, one tuple per
+record's post-state), so a record costs one tuple comparison beyond the model's own step.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple, Sequence
+from functools import lru_cache
+from typing import Iterator, NamedTuple
+
+import pyarrow as pa
 
 from rmqcheck.checkers.configs import ConfigError, from_dict
+from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, NotEnabled, format_action, initial_state, step
+from rmqcheck.model.world import State
 
-from .recorder import held_messages, transition_record
-from .schema import NAMES, RUN_END, RUN_START
+from .recorder import STATE_FIELDS, held_messages, observe
+from .schema import RUN_END, RUN_START
 
-_HEAD = ("v", "run", "group", "seq", "kind", "args")
-_STATE_FIELDS = tuple(n for n in NAMES if n not in _HEAD and n not in ("config", "events", "held"))
+_COLUMNS = ("run", "group", "seq", "kind", "args", "config", "events", "held")
 
 
 class RunVerdict(NamedTuple):
@@ -32,64 +39,81 @@ class RunVerdict(NamedTuple):
     problem: str
 
 
-def _fail(run: str, group: str, records: Sequence[dict], matched: int, seq: int, problem: str) -> RunVerdict:
-    transitions = sum(1 for r in records if r["kind"] not in (RUN_START, RUN_END))
-    return RunVerdict(run, group, transitions, matched, seq, problem)
+class _Columns:
+    """A table's columns as Python lists, sorted by (run, seq)."""
+
+    def __init__(self, table: pa.Table):
+        table = table.sort_by([("run", "ascending"), ("seq", "ascending")])
+        for name in _COLUMNS:
+            setattr(self, name, table.column(name).to_pylist())
+        self.state = list(zip(*(table.column(n).to_pylist() for n in STATE_FIELDS)))
 
 
-def _mismatch(recorded: dict[str, Any], expected: dict[str, Any]) -> str | None:
-    diffs = [
-        f"{name} recorded {recorded.get(name)!r}, model {expected.get(name)!r}"
-        for name in _STATE_FIELDS
-        if recorded.get(name) != expected.get(name)
-    ]
-    return "; ".join(diffs) or None
+def replay_table(table: pa.Table) -> Iterator[RunVerdict]:
+    """A verdict for each run in `table` (which holds whole runs)."""
+    c = _Columns(table)
+    start = 0
+    for i in range(1, len(c.run) + 1):
+        if i == len(c.run) or c.run[i] != c.run[start]:
+            yield _replay(c, start, i)
+            start = i
 
 
-def replay_run(records: Sequence[dict[str, Any]]) -> RunVerdict:
-    """Replay one run's records, sorted by seq."""
-    run, group = records[0]["run"], records[0]["group"]
+@lru_cache(maxsize=64)
+def _start(config: str) -> tuple[Config, State]:
+    """The configuration and initial state of a run_start (corpora reuse a few configurations)."""
+    cfg = from_dict(json.loads(config), "run_start config")
+    return cfg, initial_state(cfg)
+
+
+def _diff(recorded: tuple, expected: tuple) -> str:
+    return "; ".join(
+        f"{name} recorded {r!r}, model {e!r}" for name, r, e in zip(STATE_FIELDS, recorded, expected) if r != e
+    )
+
+
+def _replay(c: _Columns, a: int, b: int) -> RunVerdict:
+    run, group = c.run[a], c.group[a]
+    transitions = sum(1 for k in c.kind[a:b] if k not in (RUN_START, RUN_END))
 
     def fail(matched: int, seq: int, problem: str) -> RunVerdict:
-        return _fail(run, group, records, matched, seq, problem)
+        return RunVerdict(run, group, transitions, matched, seq, problem)
 
-    first = records[0]
-    if first["kind"] != RUN_START or first["seq"] != 0:
-        return fail(0, first["seq"], f"the run does not begin with run_start at seq 0 (found {first['kind']} at seq {first['seq']})")
+    if c.kind[a] != RUN_START or c.seq[a] != 0:
+        return fail(0, c.seq[a], f"the run does not begin with run_start at seq 0 (found {c.kind[a]} at seq {c.seq[a]})")
     try:
-        cfg = from_dict(json.loads(first["config"]), f"run {run} run_start config")
-        s = initial_state(cfg)
+        cfg, s = _start(c.config[a])
     except (ConfigError, ValueError) as exc:
         return fail(0, 0, f"run_start config: {exc}")
     matched = 0
-    for expected_seq, rec in enumerate(records[1:], start=1):
-        seq, kind = rec["seq"], rec["kind"]
-        if rec["group"] != group:
-            return fail(matched, seq, f"group changes from {group!r} to {rec['group']!r} inside the run")
+    for i in range(a + 1, b):
+        expected_seq, seq, kind = i - a, c.seq[i], c.kind[i]
+        if c.group[i] != group:
+            return fail(matched, seq, f"group changes from {group!r} to {c.group[i]!r} inside the run")
         if seq != expected_seq:
             what = "repeated" if seq < expected_seq else f"missing (next is seq {seq})"
             return fail(matched, expected_seq, f"seq {expected_seq} {what}")
         if kind == RUN_END:
-            if expected_seq != len(records) - 1:
+            if i != b - 1:
                 return fail(matched, seq + 1, "records after run_end")
-            if rec.get("events") != matched:
-                return fail(matched, seq, f"run_end counts {rec.get('events')} transitions, the trace has {matched}")
+            if c.events[i] != matched:
+                return fail(matched, seq, f"run_end counts {c.events[i]} transitions, the trace has {matched}")
             held = held_messages(s)
-            if rec.get("held") != held:
-                return fail(matched, seq, f"run_end held recorded {rec.get('held')}, model {held}")
+            if c.held[i] != held:
+                return fail(matched, seq, f"run_end held recorded {c.held[i]}, model {held}")
             return RunVerdict(run, group, matched, matched, None, "")
         if kind == RUN_START:
             return fail(matched, seq, "a second run_start inside the run")
-        action = (kind, *(rec.get("args") or ()))
+        action = (kind, *(c.args[i] or ()))
         if len(action) != len(ACTIONS[kind].args) + 1:
             return fail(matched, seq, f"{kind} takes {len(ACTIONS[kind].args)} args, the record has {len(action) - 1}")
         try:
             nxt = step(s, action, cfg)
         except NotEnabled:
             return fail(matched, seq, f"{format_action(action)} is not enabled in the replayed state")
-        diff = _mismatch(rec, transition_record(s, action, nxt))
-        if diff:
-            return fail(matched, seq, f"{format_action(action)}: {diff}")
+        expected = observe(s, action, nxt)
+        if c.state[i] != expected:
+            return fail(matched, seq, f"{format_action(action)}: {_diff(c.state[i], expected)}")
         s = nxt
         matched += 1
-    return fail(matched, records[-1]["seq"] + 1, "the trace ends without run_end (truncated or incomplete)")
+    return fail(matched, c.seq[b - 1] + 1, "the trace ends without run_end (truncated or incomplete)")

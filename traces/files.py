@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .schema import ARROW, FIELDS, KINDS, VERSION, TraceError, check_record
+from .schema import ARROW, FIELDS, KINDS, RUN_START, VERSION, TraceError, check_record, row_problem, schema_problem
 
 NDJSON = "ndjson"
 PARQUET = "parquet"
@@ -136,66 +136,71 @@ def _read_ndjson(path: str, skip: bool) -> Iterator[Item]:
         yield pa.RecordBatch.from_pylist(rows, schema=ARROW)
 
 
-def _read_parquet(path: str, skip: bool) -> Iterator[Item]:
+def parquet_file(path: str) -> pq.ParquetFile:
+    """The file, opened and its schema checked; TraceError if it cannot be read as v1."""
     try:
         f = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as exc:
         raise TraceError(path, "file", f"not a readable Parquet file: {exc}") from None
-    have = f.schema_arrow
-    missing = [x.name for x in FIELDS if x.required and x.name not in have.names]
-    if missing:
-        raise TraceError(path, "schema", f"missing required column(s) {missing}")
-    unknown = [n for n in have.names if n not in ARROW.names]
-    if unknown:
-        raise TraceError(path, "schema", f"unknown column(s) {unknown}")
+    problem = schema_problem(f.schema_arrow)
+    if problem:
+        raise TraceError(path, "schema", problem)
+    return f
+
+
+def parquet_location(f: pq.ParquetFile, row: int) -> str:
+    """'row group G row R' of the file's row `row` (counted from 0 over the whole file)."""
+    for g in range(f.num_row_groups):
+        n = f.metadata.row_group(g).num_rows
+        if row < n:
+            return f"row group {g} row {row}"
+        row -= n
+    raise IndexError(row)
+
+
+def _read_parquet(path: str, skip: bool) -> Iterator[Item]:
+    f = parquet_file(path)
     for g in range(f.num_row_groups):
         try:
-            table = f.read_row_group(g)
-            table = _conform(table)
+            table = _conform(f.read_row_group(g))
         except (OSError, pa.ArrowException) as exc:
             raise TraceError(path, f"row group {g}", f"unreadable: {exc}") from None
-        batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
-        if batch is None:
+        if not table.num_rows:
             continue
-        bad = _bad_rows(batch)
+        batch = table.combine_chunks().to_batches()[0]
+        bad = suspect_rows(batch)
         if not bad:
             yield batch
             continue
-        keep = [i for i in range(batch.num_rows) if i not in bad]
-        for i, what in sorted(bad.items()):
-            yield _bad(path, f"row group {g} row {i}", what, json.dumps(batch.slice(i, 1).to_pylist()[0]), skip)
+        keep = []
+        for i in range(batch.num_rows):
+            row = batch.slice(i, 1).to_pylist()[0] if i in bad else None
+            problem = row_problem(row) if row is not None else None
+            if problem is None:
+                keep.append(i)
+            else:
+                yield _bad(path, f"row group {g} row {i}", problem, json.dumps(row), skip)
         if keep:
             yield batch.take(pa.array(keep))
 
 
 def _conform(table: pa.Table) -> pa.Table:
-    """The table with the v1 columns in order: absent optional columns as nulls, types cast
-    (an impossible cast is an ArrowException)."""
-    cols = []
-    for field in ARROW:
-        if field.name in table.column_names:
-            cols.append(table.column(field.name).cast(field.type))
-        else:
-            cols.append(pa.nulls(table.num_rows, field.type))
+    """The table with the v1 columns in order, absent optional columns as nulls."""
+    cols = [table.column(f.name) if f.name in table.column_names else pa.nulls(table.num_rows, f.type) for f in ARROW]
     return pa.Table.from_arrays(cols, schema=ARROW)
 
 
-def _bad_rows(batch: pa.RecordBatch) -> dict[int, str]:
-    """Row index -> what is wrong, for the checks `check_record` makes on NDJSON."""
-    bad: dict[int, str] = {}
-
-    def mark(mask: pa.Array, what) -> None:
-        for i in pc.indices_nonzero(pc.fill_null(mask, True)).to_pylist():
-            bad.setdefault(i, what(i))
-
-    v = batch.column("v")
-    mark(pc.not_equal(v, VERSION), lambda i: f"unknown schema version {v[i].as_py()!r} (this reader knows {VERSION})")
-    for field in FIELDS:
-        if field.required:
-            mark(pc.is_null(batch.column(field.name)), lambda i, n=field.name: f"missing required field {n!r}")
+def suspect_rows(batch: pa.RecordBatch) -> set[int]:
+    """Rows `row_problem` may reject (a vectorised superset, so clean batches cost no Python loop)."""
     kind = batch.column("kind")
-    mark(pc.invert(pc.is_in(kind, pa.array(KINDS))), lambda i: f"unknown event kind {kind[i].as_py()!r}")
-    mark(pc.less(batch.column("seq"), 0), lambda i: "seq must be >= 0")
-    start_without_config = pc.and_(pc.equal(kind, "run_start"), pc.is_null(batch.column("config")))
-    mark(start_without_config, lambda i: "run_start without config")
-    return bad
+    masks = [
+        pc.not_equal(batch.column("v"), VERSION),
+        pc.invert(pc.is_in(kind, pa.array(KINDS))),
+        pc.less(batch.column("seq"), 0),
+        pc.and_(pc.equal(kind, RUN_START), pc.is_null(batch.column("config"))),
+    ]
+    masks += [pc.is_null(batch.column(f.name)) for f in FIELDS if f.required]
+    out: set[int] = set()
+    for m in masks:
+        out.update(pc.indices_nonzero(pc.fill_null(m, True)).to_pylist())
+    return out

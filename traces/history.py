@@ -66,8 +66,8 @@ def send_status(status: str | None) -> str:
 _SENDS = pa.array(["send", "put_complete", "put_timeout"])
 
 
-def from_events(batch: pa.RecordBatch) -> pa.Table:
-    """The history rows of a batch of v1 event records."""
+def from_events(batch: pa.RecordBatch | pa.Table) -> pa.Table:
+    """The history rows of v1 event records."""
     kind = batch.column("kind")
     has_msg = pc.is_valid(batch.column("msg"))
     parts = []
@@ -86,7 +86,7 @@ def from_events(batch: pa.RecordBatch) -> pa.Table:
     return pa.concat_tables(parts)
 
 
-def _rows(b: pa.RecordBatch, op: str, status: pa.Array) -> pa.Table:
+def _rows(b: pa.RecordBatch | pa.Table, op: str, status: pa.Array) -> pa.Table:
     n = b.num_rows
     return pa.Table.from_arrays(
         [
@@ -102,7 +102,7 @@ def _rows(b: pa.RecordBatch, op: str, status: pa.Array) -> pa.Table:
     )
 
 
-def _ends(b: pa.RecordBatch) -> pa.Table:
+def _ends(b: pa.RecordBatch | pa.Table) -> pa.Table:
     rows: list[dict[str, Any]] = []
     for run, seq, held in zip(b.column("run").to_pylist(), b.column("seq").to_pylist(), b.column("held").to_pylist()):
         rows.append({"run": run, "seq": seq, "op": END})

@@ -12,11 +12,10 @@ import json
 import random
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Iterator, NamedTuple
 
 from rmqcheck.checkers import configs
 from rmqcheck.model import commitlog as cl
-from rmqcheck.model import epochfile as ef
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, Action, candidates, initial_state
 from rmqcheck.model.world import State
@@ -40,44 +39,52 @@ def held_messages(s: State) -> list[int]:
     return [m.id for m in s.msgs if any(cl.has_message(b.log, m) for b in s.brokers)]
 
 
-def transition_record(before: State, action: Action, after: State) -> dict[str, Any]:
-    """The schema-v1 fields of one transition (without run, group, seq)."""
+# The post-state fields of a transition record, in this order (traces/schema.py documents them).
+STATE_FIELDS = (
+    "node", "up", "role", "epoch", "max_offset", "flushed", "confirm", "sss", "sss_epoch", "last_epoch",
+    "last_epoch_start", "msg", "queue", "queue_offset", "status", "ctrl_master", "ctrl_epoch", "ctrl_sss",
+    "ctrl_sss_epoch",
+)
+_NO_BROKER = (None,) * 11
+_NO_MESSAGE = (None,) * 4
+
+
+def observe(before: State, action: Action, after: State) -> tuple:
+    """What a transition record says about the state after `action`, in STATE_FIELDS order
+    (None where a field does not apply): the recorder writes it, conformance compares it."""
     kind = action[0]
-    spec = ACTIONS[kind]
-    rec: dict[str, Any] = {"kind": kind, "args": list(action[1:])}
-    if spec.args and spec.args[0] in _NODE_ARGS:
-        b = after.broker(action[1])
-        rec.update(
-            node=b.id,
-            up=b.up,
-            role=b.role,
-            epoch=b.master_epoch,
-            max_offset=len(b.log.cells),
-            flushed=b.log.flushed,
-            confirm=b.confirm,
-            sss=sorted(b.sss),
-            sss_epoch=b.sss_epoch,
-            last_epoch=ef.last_epoch(b.epochs),
+    spec_args = ACTIONS[kind].args
+    if spec_args and spec_args[0] in _NODE_ARGS:
+        b = after.brokers[action[1] - 1]
+        entries = b.epochs.entries
+        node = (
+            b.id, b.up, b.role, b.master_epoch, len(b.log.cells), b.log.flushed, b.confirm, sorted(b.sss),
+            b.sss_epoch, entries[-1][0] if entries else -1, entries[-1][1] if entries else None,
         )
-        if b.epochs.entries:
-            rec["last_epoch_start"] = b.epochs.entries[-1][1]
+    else:
+        node = _NO_BROKER
+    message = _NO_MESSAGE
     if kind == "send" and len(after.sends) > len(before.sends):
         r = after.sends[-1]
-        rec["status"] = r.status
-        if r.msg is not None:
+        if r.msg is None:
+            message = (None, None, None, r.status)
+        else:
             m = after.msgs[r.msg - 1]
-            rec.update(msg=m.id, queue=m.queue, queue_offset=m.queue_offset)
+            message = (m.id, m.queue, m.queue_offset, r.status)
     elif kind == "consume":
         r = after.reads[-1]
-        rec.update(msg=r.msg, queue=r.queue, queue_offset=r.queue_offset)
+        message = (r.msg, r.queue, r.queue_offset, None)
     elif kind in ("put_complete", "put_timeout"):
         m = after.msgs[action[2] - 1]
-        rec.update(msg=m.id, queue=m.queue, queue_offset=m.queue_offset)
-        rec["status"] = next(r.status for r in after.sends if r.msg == m.id)
+        message = (m.id, m.queue, m.queue_offset, next(r.status for r in after.sends if r.msg == m.id))
     c = after.ctrl.applied
-    rec.update(ctrl_epoch=c.master_epoch, ctrl_sss=sorted(c.sss), ctrl_sss_epoch=c.sss_epoch)
-    if c.master is not None:
-        rec["ctrl_master"] = c.master
+    return node + message + (c.master, c.master_epoch, sorted(c.sss), c.sss_epoch)
+
+
+def transition_record(before: State, action: Action, after: State) -> dict[str, Any]:
+    """The schema-v1 fields of one transition (without run, group, seq); None fields left out."""
+    rec: dict[str, Any] = {"kind": action[0], "args": list(action[1:])}
+    rec.update((k, v) for k, v in zip(STATE_FIELDS, observe(before, action, after)) if v is not None)
     return rec
 
 

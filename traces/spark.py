@@ -1,11 +1,15 @@
 """The PySpark engine: the same checks and the same Report as the local engine, at scale.
 
-Parallel along independent keys only (anchors lesson 12): files are read one per task (a run
-never spans files), conformance replays each run in a grouped map (`applyInArrow`, one run per
-group, the local engine's `replay_run`), and the client-history checks are DataFrame
-aggregations and windows keyed by run. Spark runs embedded (`local[*]`) unless a master URL
-is given (`local-cluster[2,1,1024]` starts a real multi-process cluster on this machine;
-`spark://host:7077` or `spark-submit` a real one).
+Parallel along independent keys only (anchors lesson 12), never inside one causal history:
+- reading: Parquet by Spark itself (records checked by the Spark form of `row_problem`, bad
+  ones located through the footers), NDJSON and OpenChaos files one per task through the local
+  readers, so bad input is reported word for word as the local engine reports it;
+- conformance: one task per file (a file holds whole runs), each run replayed in seq order by
+  the local engine's `replay_table`: no shuffle, and a Python call per file rather than per run;
+- client history: DataFrame aggregations, joins and windows keyed by run (`history_violations`,
+  the same rules as traces/history.py).
+Spark runs embedded (`local[*]`) unless a master URL is given (`local-cluster[2,1,1024]` starts
+a real multi-process cluster on this machine; `spark://host:7077` or `spark-submit` a real one).
 """
 
 from __future__ import annotations
@@ -14,15 +18,21 @@ import json
 import os
 import sys
 import time
+from functools import reduce
+from pathlib import Path
 from typing import Iterator
+from urllib.parse import unquote
 
 import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from . import history, stores
-from .conformance import replay_run
-from .files import BadRecord, read_file
+from .conformance import replay_table
+from .files import BadRecord, parquet_file, parquet_location, read_file
 from .openchaos import read_history
-from .schema import ARROW, TraceError
+from .schema import ARROW, FIELDS, KINDS, RUN_START, VERSION, TraceError, row_problem
 from .validate import Inputs, Report, conformance_violation, spans_error
 
 DEFAULT_MASTER = "local[*]"
@@ -39,11 +49,13 @@ def session(master: str | None = None):
     """A Spark session; executors run this interpreter (so they import rmqcheck)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    # Under spark-submit (which starts this interpreter with a gateway) its --master stands.
+    if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = builder.master(master or DEFAULT_MASTER)
     spark = (
-        SparkSession.builder.master(master or DEFAULT_MASTER)
-        .appName("rmqcheck validate")
+        builder.appName("rmqcheck validate")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
@@ -51,6 +63,9 @@ def session(master: str | None = None):
         .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=error")
         .getOrCreate()
     )
+    if master and spark.sparkContext.master != master:  # getOrCreate found another session
+        spark.stop()
+        return session(master)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -68,181 +83,283 @@ def _bad_row(schema: pa.Schema, bad: BadRecord, pos: int) -> pa.RecordBatch:
 
 
 def _read_traces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """NDJSON files, one per task, through the local reader (bad records as rows; a file-level
+    error, such as an unreadable file, at position -1)."""
     for b in batches:
         for path in b.column("path").to_pylist():
-            for pos, item in enumerate(read_file(path, skip=True)):
-                yield _bad_row(EVENTS_READ, item, pos) if isinstance(item, BadRecord) else _tagged(item, EVENTS_READ, path, pos)
+            try:
+                for pos, item in enumerate(read_file(path, skip=True)):
+                    yield _bad_row(EVENTS_READ, item, pos) if isinstance(item, BadRecord) else _tagged(item, EVENTS_READ, path, pos)
+            except TraceError as exc:
+                yield _bad_row(EVENTS_READ, BadRecord(path, exc.where, exc.what, ""), -1)
 
 
 def _read_histories(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """OpenChaos files, one per task, through the local adapter (as `_read_traces`)."""
     for b in batches:
         for path in b.column("path").to_pylist():
             try:
                 table, bad = read_history(path, skip=True)
-            except TraceError as exc:  # the file as a whole (unreadable)
-                table, bad = history.SCHEMA.empty_table(), [BadRecord(path, exc.where, exc.what, "")]
+            except TraceError as exc:
+                yield _bad_row(HISTORY_READ, BadRecord(path, exc.where, exc.what, ""), -1)
+                continue
             for pos, item in enumerate(bad):
                 yield _bad_row(HISTORY_READ, item, pos)
             if table.num_rows:
                 yield _tagged(table.combine_chunks().to_batches()[0], HISTORY_READ, path, len(bad))
 
 
-def _replay(table: pa.Table) -> pa.Table:
-    records = table.drop_columns(["_file", "_pos", "_bad"]).sort_by("seq").to_pylist()
-    verdict = replay_run(records)
-    if verdict.failed_seq is None:
-        return VIOLATION.empty_table()
-    return pa.Table.from_pylist([conformance_violation(verdict)._asdict()], schema=VIOLATION)
+def _replay_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Conformance of the runs of each file (a file holds whole runs), one file per task: the
+    records the readers accept, replayed run by run in seq order, as the local engine does."""
+    for b in batches:
+        for path in b.column("path").to_pylist():
+            good = [item for item in read_file(path, skip=True) if not isinstance(item, BadRecord)]
+            table = pa.Table.from_batches(good, schema=ARROW)
+            rows = [conformance_violation(v)._asdict() for v in replay_table(table) if v.failed_seq is not None]
+            if rows:
+                yield pa.RecordBatch.from_pylist(rows, schema=VIOLATION)
 
 
 def _spark_schema(schema: pa.Schema):
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     return from_arrow_schema(schema)
 
 
-def _paths(spark, paths: list[str]):
-    return spark.sparkContext.parallelize([(p,) for p in paths], max(1, len(paths))).toDF("path string")
+Located = list[tuple[int, int, BadRecord]]  # (file index, position, record)
 
 
-def _split_bad(df, skip: bool) -> tuple[object, list[BadRecord]]:
-    """The good rows, and the bad records in file order; TraceError for the first without skip."""
-    from pyspark.sql import functions as F
+class _Files:
+    """Input files as the user named them, in order. Executors get absolute paths (a cluster's
+    workers run elsewhere), and every path they report is mapped back to the user's name, so
+    messages read as the local engine's."""
 
-    rows = df.filter(F.col("_bad").isNotNull()).select("_file", "_pos", "_bad").orderBy("_file", "_pos").collect()
-    bad = [BadRecord(**{("path" if k == "file" else k): v for k, v in json.loads(r["_bad"]).items()}) for r in rows]
-    if bad and not skip:
-        raise TraceError(bad[0].path, bad[0].where, bad[0].what)
-    return df.filter(F.col("_bad").isNull()), bad
+    def __init__(self, paths: list[str]):
+        self.paths = paths
+        self.order = {p: i for i, p in enumerate(paths)}
+        self._by_real = {str(Path(p).resolve()): p for p in paths}
+
+    def name(self, path: str) -> str:
+        """The user's name of a file an executor or Spark (as file:/abs/path) reports."""
+        p = unquote(path[len("file:") :]) if path.startswith("file:") else path
+        return self._by_real.get(str(Path(p).resolve()), p)
+
+    def frame(self, spark, subset: list[str] | None = None) -> DataFrame:
+        """One row per file (absolute path), one partition per file."""
+        paths = [str(Path(p).resolve()) for p in (self.paths if subset is None else subset)]
+        return spark.sparkContext.parallelize([(p,) for p in paths], max(1, len(paths))).toDF("path string")
+
+    def read(self, spark, reader, schema: pa.Schema, subset: list[str]) -> tuple[DataFrame, Located, Located]:
+        """Files read by a Python reader on the executors: (good rows, file-level errors, bad records)."""
+        raw = self.frame(spark, subset).mapInArrow(reader, _spark_schema(schema)).cache()
+        fatal: Located = []
+        bad: Located = []
+        for r in raw.filter(F.col("_bad").isNotNull()).select("_pos", "_bad").collect():
+            b = BadRecord(**{("path" if k == "file" else k): v for k, v in json.loads(r["_bad"]).items()})
+            b = b._replace(path=self.name(b.path))
+            (fatal if r["_pos"] < 0 else bad).append((self.order[b.path], r["_pos"], b))
+        good = raw.filter(F.col("_bad").isNull())
+        return good, fatal, bad
+
+
+def _stop(fatal: Located, bad: Located, skip: bool) -> None:
+    """Raise the first error in (file, position) order, as the local engine meets it: file-level
+    errors always, bad records unless skipped."""
+    stops = fatal + ([] if skip else bad)
+    if stops:
+        b = min(stops, key=lambda e: e[:2])[2]
+        raise TraceError(b.path, b.where, b.what)
+
+
+def _suspect():
+    """The Spark form of `schema.row_problem`: true for exactly the records it rejects."""
+    c = F.col
+    cond = c("v").isNull() | (c("v") != VERSION) | c("kind").isNull() | ~c("kind").isin(*KINDS) | (c("seq") < 0)
+    cond = cond | ((c("kind") == RUN_START) & c("config").isNull())
+    for f in FIELDS:
+        if f.required:
+            cond = cond | c(f.name).isNull()
+    return F.coalesce(cond, F.lit(True))
+
+
+def _events(spark, files: _Files, skip: bool) -> tuple[DataFrame, dict[str, int], list[BadRecord]]:
+    """(events, {events, runs} counts, skipped records). Parquet is read by Spark itself, its
+    records checked by `_suspect` and located through the footers; NDJSON goes through the
+    local reader. Stops at the first error in file order, as the local engine does."""
+    fatal: Located = []
+    bad: Located = []
+    frames, located = [], []  # located: (run, _file) of every good record
+    footers = {}
+    for p in files.paths:
+        if p.endswith(".parquet"):
+            try:
+                footers[p] = parquet_file(p)
+            except TraceError as exc:
+                fatal.append((files.order[p], -1, BadRecord(p, exc.where, exc.what, "")))
+    if footers:
+        df = spark.read.schema(_spark_schema(ARROW)).parquet(*(str(Path(p).resolve()) for p in footers))
+        suspects = df.select("*", F.col("_metadata.file_path").alias("_file"), F.col("_metadata.row_index").alias("_pos"))
+        for r in suspects.filter(_suspect()).collect():
+            rec = {name: r[name] for name in ARROW.names}
+            path = files.name(r["_file"])
+            where = parquet_location(footers[path], r["_pos"])
+            bad.append((files.order[path], r["_pos"], BadRecord(path, where, row_problem(rec) or "", json.dumps(rec))))
+        good = df.filter(~_suspect())
+        frames.append(good)
+        located.append(good.select("run", F.col("_metadata.file_path").alias("_file")))
+    ndjson = [p for p in files.paths if p not in footers and not p.endswith(".parquet")]
+    if ndjson:
+        good, f, b = files.read(spark, _read_traces, EVENTS_READ, ndjson)
+        fatal, bad = fatal + f, bad + b
+        frames.append(good.drop("_bad", "_file", "_pos"))
+        located.append(good.select("run", "_file"))
+    _stop(fatal, bad, skip)
+    per_run = (
+        reduce(DataFrame.unionByName, located)
+        .groupBy("run")
+        .agg(F.count(F.lit(1)).alias("n"), F.collect_set("_file").alias("fs"))
+        .cache()
+    )
+    first = per_run.filter(F.size("fs") > 1).orderBy("run").limit(1).collect()
+    if first:
+        raise spans_error(first[0]["run"], [files.name(f) for f in first[0]["fs"]])
+    totals = per_run.agg(F.sum("n").alias("events"), F.count(F.lit(1)).alias("runs")).collect()[0]
+    per_run.unpersist()
+    counts = {"events": totals["events"] or 0, "runs": totals["runs"]}
+    return reduce(DataFrame.unionByName, frames), counts, [b for _, _, b in sorted(bad, key=lambda x: x[:2])]
+
+
+def _histories(spark, files: _Files, skip: bool) -> tuple[DataFrame, list[BadRecord]]:
+    good, fatal, bad = files.read(spark, _read_histories, HISTORY_READ, files.paths)
+    _stop(fatal, bad, skip)
+    return good.select(*history.SCHEMA.names), [b for _, _, b in sorted(bad, key=lambda x: x[:2])]
 
 
 def history_rows(events):
-    """traces/history.py `from_events` as DataFrame operations."""
-    from pyspark.sql import functions as F
-
+    """traces/history.py `from_events` as DataFrame operations, in one pass over the events:
+    run_end records explode into their `end` row and one `held` row per held message."""
     kind, msg = F.col("kind"), F.col("msg")
+    client = events.filter((kind.isin("send", "put_complete", "put_timeout", "consume") & msg.isNotNull()) | (kind == "run_end"))
+    held = F.coalesce(F.col("held"), F.array().cast("array<bigint>"))
+    marker = F.array(F.lit(None).cast("bigint"))
+    x = client.select("*", F.explode(F.when(kind == "run_end", F.concat(marker, held)).otherwise(marker)).alias("h"))
+    base = F.when(kind == "consume", history.READ).when(kind == "run_end", history.END).otherwise(history.SEND)
+    op = F.when(F.col("h").isNull(), base).otherwise(history.HELD)
     status = (
         F.when(F.col("status") == "PUT_OK", history.OK)
         .when(F.col("status") == "IN_SYNC_REPLICAS_NOT_ENOUGH", history.FAIL)
         .otherwise(history.INFO)
     )
-
-    def rows(df, op: str, st):
-        return df.select(
-            "run", "seq", F.lit(op).alias("op"), msg.cast("string").alias("msg"), F.col("queue").cast("string").alias("key"),
-            F.col("queue_offset").alias("offset"), st.alias("status"),
-        )
-
-    sends = rows(events.filter(kind.isin("send", "put_complete", "put_timeout") & msg.isNotNull()), history.SEND, status)
-    reads = rows(events.filter((kind == "consume") & msg.isNotNull()), history.READ, F.lit(None).cast("string"))
-    ends_df = events.filter(kind == "run_end")
-    null_s, null_l = F.lit(None).cast("string"), F.lit(None).cast("long")
-    ends = ends_df.select("run", "seq", F.lit(history.END).alias("op"), null_s.alias("msg"), null_s.alias("key"), null_l.alias("offset"), null_s.alias("status"))
-    held = ends_df.select("run", "seq", F.explode("held").alias("m")).select(
-        "run", "seq", F.lit(history.HELD).alias("op"), F.col("m").cast("string").alias("msg"), null_s.alias("key"), null_l.alias("offset"), null_s.alias("status")
+    return x.select(
+        "run",
+        "seq",
+        op.alias("op"),
+        F.coalesce(F.col("h"), msg).cast("string").alias("msg"),
+        F.col("queue").cast("string").alias("key"),
+        F.col("queue_offset").alias("offset"),
+        F.when(base == history.SEND, status).alias("status"),
     )
-    return sends.unionByName(reads).unionByName(ends).unionByName(held)
 
 
 def history_violations(h):
-    """traces/history.py `_Run.check` as DataFrame operations; a DataFrame of violations."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
+    """traces/history.py `_Run.check` as DataFrame operations on `h` partitioned by run: one
+    aggregation per (run, message) and windows keyed by run, so nothing is shuffled again."""
+    c = F.col
+    is_send, is_read = c("op") == history.SEND, c("op") == history.READ
+    send_seq, read_seq = F.when(is_send, c("seq")), F.when(is_read, c("seq"))
 
-    def dash(c):
-        return F.coalesce(c.cast("string"), F.lit("-"))
+    def dash(col):
+        return F.coalesce(col.cast("string"), F.lit("-"))
 
     def out(df, check: str, subject, count, detail):
         return df.select(F.lit(check).alias("check"), "run", subject.alias("subject"), count.cast("long").alias("count"), detail.alias("detail"))
 
-    reads = h.filter(F.col("op") == history.READ)
-    sends = h.filter(F.col("op") == history.SEND).groupBy("run", "msg").agg(
-        F.min("seq").alias("first"),
-        F.max_by("status", "seq").alias("final"),
-        F.min_by("key", "seq").alias("skey"),
-        F.min_by("offset", "seq").alias("soffset"),
+    message = F.concat(F.lit("message "), c("msg"))
+    # the highest offset read in each row's queue: on a send row, its queue's watermark
+    h = h.withColumn("ktop", F.max(F.when(is_read, c("offset"))).over(Window.partitionBy("run", "key")))
+    per_msg = (
+        h.groupBy("run", "msg")
+        .agg(
+            F.min(send_seq).alias("first"),
+            F.max_by("status", send_seq).alias("final"),
+            F.min_by("key", send_seq).alias("skey"),
+            F.min_by("offset", send_seq).alias("soffset"),
+            F.min_by("ktop", send_seq).alias("stop"),
+            F.count(read_seq).alias("n"),
+            F.min(read_seq).alias("rseq"),
+            F.min_by("key", read_seq).alias("rkey"),
+            F.max((c("op") == history.HELD).cast("int")).alias("held"),
+            F.max((c("op") == history.END).cast("int")).alias("end"),
+        )
+        .withColumn("ended", F.max("end").over(Window.partitionBy("run")))
+        .filter(c("msg").isNotNull())
+        .cache()
     )
-    slots = reads.filter(F.col("offset").isNotNull())
-    agreement = (
-        slots.groupBy("run", "key", "offset").agg(F.array_sort(F.collect_set("msg")).alias("ms")).filter(F.size("ms") > 1)
-    )
+    slots = h.filter(is_read & c("offset").isNotNull()).groupBy("run", "key", "offset").agg(F.array_sort(F.collect_set("msg")).alias("ms"))
     v_agree = out(
-        agreement, "offset_agreement", F.format_string("queue %s offset %d", dash(F.col("key")), F.col("offset")),
+        slots.filter(F.size("ms") > 1), "offset_agreement", F.format_string("queue %s offset %d", dash(c("key")), c("offset")),
         F.size("ms"), F.concat(F.lit("messages "), F.array_join("ms", ",")),
     )
-    top = slots.groupBy("run", "key").agg(F.max("offset").alias("top"))
-    per_msg = reads.groupBy("run", "msg").agg(F.count(F.lit(1)).alias("n"), F.min("seq").alias("rseq"), F.min_by("key", "seq").alias("rkey"))
-    lost = (
-        sends.filter(F.col("final") == history.OK)
-        .join(per_msg.select("run", "msg"), ["run", "msg"], "left_anti")
-        .join(top.withColumnRenamed("run", "trun"), (F.col("run") == F.col("trun")) & F.col("skey").eqNullSafe(F.col("key")), "left")
-        .filter(F.col("soffset").isNull() | (F.coalesce(F.col("top"), F.lit(-1)) > F.col("soffset")))
-    )
+    lost = per_msg.filter((c("final") == history.OK) & (c("n") == 0) & (c("soffset").isNull() | (F.coalesce(c("stop"), F.lit(-1)) > c("soffset"))))
     v_lost = out(
-        lost, "lost_ack", F.concat(F.lit("message "), F.col("msg")), F.lit(1),
-        F.format_string("queue %s offset %s, reads reached %s", dash(F.col("skey")), dash(F.col("soffset")), dash(F.col("top"))),
+        lost, "lost_ack", message, F.lit(1),
+        F.format_string("queue %s offset %s, reads reached %s", dash(c("skey")), dash(c("soffset")), dash(c("stop"))),
     )
-    v_dup = out(
-        per_msg.filter(F.col("n") > 1), "duplicate", F.concat(F.lit("message "), F.col("msg")), F.col("n") - 1,
-        F.format_string("read %d times", F.col("n")),
-    )
-    read_sends = per_msg.join(sends, ["run", "msg"], "left")
+    v_dup = out(per_msg.filter(c("n") > 1), "duplicate", message, c("n") - 1, F.format_string("read %d times", c("n")))
     v_failed = out(
-        read_sends.filter(F.col("final") == history.FAIL), "read_failed", F.concat(F.lit("message "), F.col("msg")), F.col("n"),
-        F.format_string("send failed, read %d times", F.col("n")),
+        per_msg.filter((c("n") > 0) & (c("final") == history.FAIL)), "read_failed", message, c("n"),
+        F.format_string("send failed, read %d times", c("n")),
     )
-    ended = h.filter(F.col("op") == history.END).select("run").distinct()
-    held = h.filter(F.col("op") == history.HELD).select("run", "msg").distinct()
-    truncated = per_msg.join(ended, "run").join(held, ["run", "msg"], "left_anti")
     v_trunc = out(
-        truncated, "read_truncated", F.concat(F.lit("message "), F.col("msg")), F.col("n"),
-        F.format_string("read %d times, held by no replica at the end", F.col("n")),
+        per_msg.filter((c("n") > 0) & (c("ended") == 1) & (c("held") == 0)), "read_truncated", message, c("n"),
+        F.format_string("read %d times, held by no replica at the end", c("n")),
     )
     w = Window.partitionBy("run", "rkey").orderBy("rseq").rowsBetween(Window.unboundedPreceding, -1)
-    firsts = read_sends.filter(F.col("final") == history.OK).withColumn("before", F.max("first").over(w))
+    firsts = per_msg.filter((c("n") > 0) & (c("final") == history.OK)).withColumn("before", F.max("first").over(w))
     v_order = out(
-        firsts.filter(F.col("first") < F.col("before")), "order", F.concat(F.lit("message "), F.col("msg")), F.lit(1),
-        F.format_string("queue %s: first read after a message sent later", dash(F.col("rkey"))),
+        firsts.filter(c("first") < c("before")), "order", message, F.lit(1),
+        F.format_string("queue %s: first read after a message sent later", dash(c("rkey"))),
     )
     return v_agree.unionByName(v_lost).unionByName(v_dup).unionByName(v_failed).unionByName(v_trunc).unionByName(v_order)
 
 
 def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None, spark=None) -> Report:
-    from pyspark.sql import functions as F
-
-    spark = spark or session(master)
+    """The Report of the local engine, computed on Spark (a session of its own unless given)."""
+    if spark is None:
+        spark = session(master)
+        try:
+            return validate_spark(inputs, skip, spark=spark)
+        finally:
+            spark.stop()
     units: dict[str, int] = {"files": len(inputs.traces), "histories": len(inputs.histories), "store_sets": len(inputs.store_sets)}
     seconds: dict[str, float] = {}
     bad: list[BadRecord] = []
     violations = []
     hist_parts = []
     if inputs.traces:
-        raw = _paths(spark, inputs.traces).mapInArrow(_read_traces, _spark_schema(EVENTS_READ)).cache()
-        events, rejected = _split_bad(raw, skip)
-        bad += rejected
-        spans = events.groupBy("run").agg(F.array_sort(F.collect_set("_file")).alias("fs")).filter(F.size("fs") > 1)
-        first = spans.orderBy("run").limit(1).collect()
-        if first:
-            raise spans_error(first[0]["run"], first[0]["fs"])
-        counts = events.agg(F.count(F.lit(1)).alias("events"), F.countDistinct("run").alias("runs")).collect()[0]
-        units.update(events=counts["events"], runs=counts["runs"])
         t = time.perf_counter()
-        violations += events.groupBy("run").applyInArrow(_replay, _spark_schema(VIOLATION)).collect()
+        traces = _Files(inputs.traces)
+        events, counts, rejected = _events(spark, traces, skip)
+        bad += rejected
+        units.update(counts)
+        seconds["read"] = time.perf_counter() - t
+        t = time.perf_counter()
+        violations += traces.frame(spark).mapInArrow(_replay_files, _spark_schema(VIOLATION)).collect()
         seconds["conformance"] = time.perf_counter() - t
         hist_parts.append(history_rows(events))
     else:
         units.update(events=0, runs=0)
     if inputs.histories:
-        raw_h = _paths(spark, inputs.histories).mapInArrow(_read_histories, _spark_schema(HISTORY_READ))
-        good_h, rejected = _split_bad(raw_h, skip)
+        good_h, rejected = _histories(spark, _Files(inputs.histories), skip)
         bad += rejected
-        hist_parts.append(good_h.select(*history.SCHEMA.names))
+        hist_parts.append(good_h)
     t = time.perf_counter()
     if hist_parts:
         h = hist_parts[0]
         for part in hist_parts[1:]:
             h = h.unionByName(part)
-        h = h.cache()
+        # One shuffle by run; every later aggregation, join and window is keyed by run, so
+        # Spark keeps this partitioning instead of shuffling again for each.
+        h = h.repartition(spark.sparkContext.defaultParallelism * 2, "run").cache()
         units["client_ops"] = h.count()
         violations += history_violations(h).collect()
     else:
@@ -252,7 +369,8 @@ def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None
     if inputs.store_sets:
         sc = spark.sparkContext
         slices = min(len(inputs.store_sets), 4 * sc.defaultParallelism)
-        violations += sc.parallelize(inputs.store_sets, slices).flatMap(stores.check_set).collect()
+        sets = [str(Path(p).resolve()) for p in inputs.store_sets]
+        violations += sc.parallelize(sets, slices).flatMap(stores.check_set).collect()
     seconds["stores"] = time.perf_counter() - t
     found = sorted(history.Violation(r[0], r[1], r[2], int(r[3]), r[4]) for r in violations)
     return Report("spark", units, found, bad, seconds)

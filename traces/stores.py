@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Iterable
 
 from rmqcheck.model.epochfile import INF, find_consistent_point
 

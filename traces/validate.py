@@ -17,10 +17,10 @@ from typing import Callable, Iterable, NamedTuple
 import pyarrow as pa
 
 from . import history, openchaos, stores
-from .conformance import RunVerdict, replay_run
+from .conformance import RunVerdict, replay_table
 from .files import FORMATS, BadRecord, read_file
 from .history import Violation
-from .schema import TraceError
+from .schema import ARROW, TraceError
 
 FAMILIES: dict[str, tuple[str, ...]] = {
     "conformance": ("conformance",),
@@ -103,25 +103,25 @@ def validate_local(inputs: Inputs, skip: bool = False, progress: Progress | None
     hist_tables: list[pa.Table] = []
     run_files: dict[str, set[str]] = defaultdict(set)
     for i, path in enumerate(inputs.traces):
-        runs: dict[str, list[dict]] = defaultdict(list)
+        t = time.perf_counter()
+        batches = []
         for item in read_file(path, skip):
             if isinstance(item, BadRecord):
                 bad.append(item)
-                continue
-            units["events"] += item.num_rows
-            t = time.perf_counter()
-            hist_tables.append(history.from_events(item))
-            seconds["history"] += time.perf_counter() - t
-            for rec in item.to_pylist():
-                runs[rec["run"]].append(rec)
+            else:
+                batches.append(item)
+        table = pa.Table.from_batches(batches, schema=ARROW)
+        seconds["read"] += time.perf_counter() - t
+        units["events"] += table.num_rows
         t = time.perf_counter()
-        for run, records in runs.items():
-            run_files[run].add(path)
-            records.sort(key=lambda r: r["seq"])
-            verdict = replay_run(records)
+        for verdict in replay_table(table):
+            run_files[verdict.run].add(path)
             if verdict.failed_seq is not None:
                 violations.append(conformance_violation(verdict))
         seconds["conformance"] += time.perf_counter() - t
+        t = time.perf_counter()
+        hist_tables.append(history.from_events(table))
+        seconds["history"] += time.perf_counter() - t
         if progress:
             progress("trace files", i + 1, len(inputs.traces))
     spanning = sorted(run for run, fs in run_files.items() if len(fs) > 1)
