@@ -101,6 +101,15 @@ def read_file(path: str, skip: bool = False) -> Iterator[Item]:
         yield from _read_ndjson(path, skip)
 
 
+def read_table(path: str, skip: bool = False) -> tuple[pa.Table, list[BadRecord]]:
+    """The file's good records as one table, and its bad ones (only with `skip`)."""
+    batches: list[pa.RecordBatch] = []
+    bad: list[BadRecord] = []
+    for item in read_file(path, skip):
+        (bad if isinstance(item, BadRecord) else batches).append(item)
+    return pa.Table.from_batches(batches, schema=ARROW), bad
+
+
 def _bad(path: str, where: str, what: str, raw: str, skip: bool) -> BadRecord:
     if not skip:
         raise TraceError(path, where, what)

@@ -30,7 +30,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from . import history, stores
 from .conformance import replay_table
-from .files import BadRecord, parquet_file, parquet_location, read_file
+from .files import BadRecord, parquet_file, parquet_location, read_file, read_table
 from .openchaos import read_history
 from .schema import ARROW, FIELDS, KINDS, RUN_START, VERSION, TraceError, row_problem
 from .validate import Inputs, Report, conformance_violation, spans_error
@@ -60,7 +60,6 @@ def session(master: str | None = None):
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=error")
         .getOrCreate()
     )
     if master and spark.sparkContext.master != master:  # getOrCreate found another session
@@ -70,10 +69,11 @@ def session(master: str | None = None):
     return spark
 
 
-def _tagged(batch: pa.RecordBatch | pa.Table, schema: pa.Schema, path: str, pos: int) -> pa.RecordBatch:
+def _tagged(batch: pa.RecordBatch, schema: pa.Schema, path: str, pos: int) -> pa.RecordBatch:
+    """Good records with their file and position (and no _bad)."""
     n = batch.num_rows
-    cols = list(batch.columns) + [pa.array([path] * n), pa.array([pos] * n, pa.int64()), pa.nulls(n, pa.string())]
-    return pa.RecordBatch.from_arrays([pa.chunked_array([c]).combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in cols], schema=schema)
+    tags = [pa.array([path] * n), pa.array([pos] * n, pa.int64()), pa.nulls(n, pa.string())]
+    return pa.RecordBatch.from_arrays(list(batch.columns) + tags, schema=schema)
 
 
 def _bad_row(schema: pa.Schema, bad: BadRecord, pos: int) -> pa.RecordBatch:
@@ -114,15 +114,10 @@ def _replay_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     records the readers accept, replayed run by run in seq order, as the local engine does."""
     for b in batches:
         for path in b.column("path").to_pylist():
-            good = [item for item in read_file(path, skip=True) if not isinstance(item, BadRecord)]
-            table = pa.Table.from_batches(good, schema=ARROW)
+            table, _ = read_table(path, skip=True)  # the bad records were reported by the reading stage
             rows = [conformance_violation(v)._asdict() for v in replay_table(table) if v.failed_seq is not None]
             if rows:
                 yield pa.RecordBatch.from_pylist(rows, schema=VIOLATION)
-
-
-def _spark_schema(schema: pa.Schema):
-    return from_arrow_schema(schema)
 
 
 Located = list[tuple[int, int, BadRecord]]  # (file index, position, record)
@@ -150,7 +145,7 @@ class _Files:
 
     def read(self, spark, reader, schema: pa.Schema, subset: list[str]) -> tuple[DataFrame, Located, Located]:
         """Files read by a Python reader on the executors: (good rows, file-level errors, bad records)."""
-        raw = self.frame(spark, subset).mapInArrow(reader, _spark_schema(schema)).cache()
+        raw = self.frame(spark, subset).mapInArrow(reader, from_arrow_schema(schema)).cache()
         fatal: Located = []
         bad: Located = []
         for r in raw.filter(F.col("_bad").isNotNull()).select("_pos", "_bad").collect():
@@ -196,7 +191,7 @@ def _events(spark, files: _Files, skip: bool) -> tuple[DataFrame, dict[str, int]
             except TraceError as exc:
                 fatal.append((files.order[p], -1, BadRecord(p, exc.where, exc.what, "")))
     if footers:
-        df = spark.read.schema(_spark_schema(ARROW)).parquet(*(str(Path(p).resolve()) for p in footers))
+        df = spark.read.schema(from_arrow_schema(ARROW)).parquet(*(str(Path(p).resolve()) for p in footers))
         suspects = df.select("*", F.col("_metadata.file_path").alias("_file"), F.col("_metadata.row_index").alias("_pos"))
         for r in suspects.filter(_suspect()).collect():
             rec = {name: r[name] for name in ARROW.names}
@@ -343,7 +338,7 @@ def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None
         units.update(counts)
         seconds["read"] = time.perf_counter() - t
         t = time.perf_counter()
-        violations += traces.frame(spark).mapInArrow(_replay_files, _spark_schema(VIOLATION)).collect()
+        violations += traces.frame(spark).mapInArrow(_replay_files, from_arrow_schema(VIOLATION)).collect()
         seconds["conformance"] = time.perf_counter() - t
         hist_parts.append(history_rows(events))
     else:

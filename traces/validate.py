@@ -18,9 +18,9 @@ import pyarrow as pa
 
 from . import history, openchaos, stores
 from .conformance import RunVerdict, replay_table
-from .files import FORMATS, BadRecord, read_file
+from .files import FORMATS, BadRecord, read_table
 from .history import Violation
-from .schema import ARROW, TraceError
+from .schema import TraceError
 
 FAMILIES: dict[str, tuple[str, ...]] = {
     "conformance": ("conformance",),
@@ -104,13 +104,8 @@ def validate_local(inputs: Inputs, skip: bool = False, progress: Progress | None
     run_files: dict[str, set[str]] = defaultdict(set)
     for i, path in enumerate(inputs.traces):
         t = time.perf_counter()
-        batches = []
-        for item in read_file(path, skip):
-            if isinstance(item, BadRecord):
-                bad.append(item)
-            else:
-                batches.append(item)
-        table = pa.Table.from_batches(batches, schema=ARROW)
+        table, rejected = read_table(path, skip)
+        bad += rejected
         seconds["read"] += time.perf_counter() - t
         units["events"] += table.num_rows
         t = time.perf_counter()
