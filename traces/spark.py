@@ -36,6 +36,7 @@ from .schema import ARROW, FIELDS, KINDS, RUN_START, VERSION, TraceError, row_pr
 from .validate import Inputs, Report, conformance_violation, spans_error
 
 DEFAULT_MASTER = "local[*]"
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 _EXTRA = [pa.field("_file", pa.string()), pa.field("_pos", pa.int64()), pa.field("_bad", pa.string())]
 # Every column nullable: a bad record travels as a row with only _file, _pos and _bad.
 EVENTS_READ = pa.schema([f.with_nullable(True) for f in ARROW] + _EXTRA)
@@ -60,6 +61,7 @@ def session(master: str | None = None):
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
         .getOrCreate()
     )
     if master and spark.sparkContext.master != master:  # getOrCreate found another session
