@@ -4,12 +4,15 @@ written (or reproduced), 2 bad usage or bad input."""
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Sequence
 
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
 from rmqcheck import __version__
@@ -34,6 +37,9 @@ from rmqcheck.invariants.liveness import LIVENESS, LIVENESS_BY_ID
 from rmqcheck.model.bugs import BY_NAME, SNAPSHOT, TOGGLES
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, format_action
+from rmqcheck.traces.recorder import Corpus, simulate
+from rmqcheck.traces.schema import TraceError
+from rmqcheck.traces.validate import CHECK_FAMILY, REPORTED, discover, validate_local
 
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False)
@@ -340,10 +346,6 @@ def cmd_check(args) -> int:
 def _check_traces(args, out_dir: Path) -> bool:
     """The trace stage of the default job: record runs of the durable configurations (intended
     model) and validate them on the chosen engine; True if a guarantee broke."""
-    import shutil
-
-    from rmqcheck.traces.recorder import Corpus, simulate
-
     corpus_dir = out_dir / "corpus"
     shutil.rmtree(corpus_dir, ignore_errors=True)
     simulate(Corpus(seed=args.seed, runs=args.trace_runs, runs_per_file=max(1, args.trace_runs // 4), stores=True), corpus_dir)
@@ -494,12 +496,10 @@ def cmd_scenario(args) -> int:
     return 0
 
 
-# --- parser ----------------------------------------------------------------------------------
+# --- recorded runs ---------------------------------------------------------------------------
 
 
 def cmd_simulate(args) -> int:
-    from rmqcheck.traces.recorder import Corpus, simulate
-
     for name in args.config or ():
         configs.load(name)  # a clear error for an unknown name before any work
     corpus = Corpus(
@@ -519,14 +519,10 @@ def cmd_simulate(args) -> int:
 
 def _validate(paths: Sequence[str], engine: str, skip: bool, master: str | None, quiet: bool):
     """Discover and validate; (report, seconds). Raises TraceError for bad input."""
-    from rich.progress import Progress
-
-    from rmqcheck.traces.validate import discover, validate_local
-
     inputs = discover(paths)
     start = time.perf_counter()
     if engine == "spark":
-        from rmqcheck.traces.spark import validate_spark
+        from rmqcheck.traces.spark import validate_spark  # starts nothing, but imports PySpark
 
         report = validate_spark(inputs, skip, master)
     else:
@@ -538,10 +534,6 @@ def _validate(paths: Sequence[str], engine: str, skip: bool, master: str | None,
 
 def _print_validation(report, seconds: float, strict: bool, violations: Path, show: int) -> None:
     """The summary table per check; every violation written to `violations` (NDJSON)."""
-    import json
-
-    from rmqcheck.traces.validate import CHECK_FAMILY, REPORTED
-
     u = report.units
     table = Table(
         title=(
@@ -566,10 +558,6 @@ def _print_validation(report, seconds: float, strict: bool, violations: Path, sh
 
 
 def cmd_validate(args) -> int:
-    import json
-
-    from rmqcheck.traces.schema import TraceError
-
     try:
         report, seconds = _validate(args.paths, args.engine, args.skip_bad_records, args.master, args.quiet)
     except TraceError as exc:
@@ -584,6 +572,19 @@ def cmd_validate(args) -> int:
                 f.write(json.dumps(b.to_json()) + "\n")
         out.print(f"{len(report.bad)} bad records skipped, written to {rejected}")
     return 1 if report.failed(args.strict) else 0
+
+
+# --- parser ----------------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
 
 
 def _budget(text: str) -> float:
@@ -605,7 +606,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--budget", type=_budget, default=120.0, help="seconds in all (default 120)")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--out", default="counterexamples", help="directory for counterexample files")
-    c.add_argument("--trace-runs", type=int, default=400, help="recorded runs validated at the end (default 400)")
+    c.add_argument("--trace-runs", type=_positive, default=400, help="recorded runs validated at the end (default 400)")
     c.add_argument("--engine", choices=("local", "spark"), default="spark", help="trace validation engine (default spark)")
     c.set_defaults(func=cmd_check)
 
@@ -665,16 +666,16 @@ def parser() -> argparse.ArgumentParser:
     i.set_defaults(func=cmd_invariants)
 
     sim = sub.add_parser("simulate", help="record runs of the model with random faults as event traces")
-    sim.add_argument("--runs", type=int, default=100)
+    sim.add_argument("--runs", type=_positive, default=100)
     sim.add_argument("--out", required=True, help="directory for the part files")
-    sim.add_argument("--steps", type=int, default=100, help="transitions per run (default 100)")
+    sim.add_argument("--steps", type=_positive, default=100, help="transitions per run (default 100)")
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--config", action="append", metavar="NAME", help="named configuration to cycle through (repeatable)")
     sim.add_argument("--snapshot", action="store_true", help="keep the snapshot's known defects on")
     sim.add_argument("--format", choices=("ndjson", "parquet"), default="ndjson")
-    sim.add_argument("--runs-per-file", type=int, default=1000)
+    sim.add_argument("--runs-per-file", type=_positive, default=1000)
     sim.add_argument("--stores", action="store_true", help="also write each run's epoch files under OUT/stores/")
-    sim.add_argument("--jobs", type=int, default=1, help="processes (default 1)")
+    sim.add_argument("--jobs", type=_positive, default=1, help="processes (default 1)")
     sim.set_defaults(func=cmd_simulate)
 
     v = sub.add_parser("validate", help="check recorded traces, OpenChaos histories and epoch files")

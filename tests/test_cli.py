@@ -92,6 +92,7 @@ def test_check_reports_the_defaults_acked_loss_as_expected(tmp_path, capsys):
         (["hunt", "--bug", "no_such_bug", "--budget", "1"], "unknown bug toggle"),
         (["explore", "--config", "no_such_config"], "no such named configuration"),
         (["hunt", "--config", "no_such_config", "--budget", "1"], "no such named configuration"),
+        (["simulate", "--out", "x", "--config", "no_such_config"], "no such named configuration"),
     ],
 )
 def test_bad_usage_exits_2_with_a_message(capsys, argv, message):
@@ -99,10 +100,19 @@ def test_bad_usage_exits_2_with_a_message(capsys, argv, message):
     assert code == 2 and message in err
 
 
-def test_a_negative_budget_is_a_usage_error(capsys):
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["hunt", "--budget", "-1"],
+        ["simulate", "--out", "x", "--runs-per-file", "0"],
+        ["simulate", "--out", "x", "--runs", "many"],
+        ["validate", "x", "--engine", "flink"],
+    ],
+)
+def test_out_of_range_arguments_are_usage_errors(capsys, argv):
     with pytest.raises(SystemExit) as exc:
-        main(["hunt", "--budget", "-1"])
-    assert exc.value.code == 2
+        main(argv)
+    assert exc.value.code == 2 and "error" in capsys.readouterr().err
 
 
 # --- bad input files -----------------------------------------------------------------------------
