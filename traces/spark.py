@@ -231,35 +231,34 @@ def _histories(spark, files: _Files, skip: bool) -> tuple[DataFrame, list[BadRec
     return good.select(*history.SCHEMA.names), [b for _, _, b in sorted(bad, key=lambda x: x[:2])]
 
 
-def history_rows(events):
-    """traces/history.py `from_events` as DataFrame operations, in one pass over the events:
-    run_end records explode into their `end` row and one `held` row per held message."""
+def history_rows(events) -> tuple[DataFrame, DataFrame]:
+    """traces/history.py `from_events` as DataFrame operations: the send and read rows, and
+    per run_end the messages held then (a list per run rather than a row per message)."""
     kind, msg = F.col("kind"), F.col("msg")
-    client = events.filter((kind.isin("send", "put_complete", "put_timeout", "consume") & msg.isNotNull()) | (kind == "run_end"))
-    held = F.coalesce(F.col("held"), F.array().cast("array<bigint>"))
-    marker = F.array(F.lit(None).cast("bigint"))
-    x = client.select("*", F.explode(F.when(kind == "run_end", F.concat(marker, held)).otherwise(marker)).alias("h"))
-    base = F.when(kind == "consume", history.READ).when(kind == "run_end", history.END).otherwise(history.SEND)
-    op = F.when(F.col("h").isNull(), base).otherwise(history.HELD)
+    client = events.filter(kind.isin("send", "put_complete", "put_timeout", "consume") & msg.isNotNull())
+    op = F.when(kind == "consume", history.READ).otherwise(history.SEND)
     status = (
         F.when(F.col("status") == "PUT_OK", history.OK)
         .when(F.col("status") == "IN_SYNC_REPLICAS_NOT_ENOUGH", history.FAIL)
         .otherwise(history.INFO)
     )
-    return x.select(
+    rows = client.select(
         "run",
         "seq",
         op.alias("op"),
-        F.coalesce(F.col("h"), msg).cast("string").alias("msg"),
+        msg.cast("string").alias("msg"),
         F.col("queue").cast("string").alias("key"),
         F.col("queue_offset").alias("offset"),
-        F.when(base == history.SEND, status).alias("status"),
+        F.when(op == history.SEND, status).alias("status"),
     )
+    ends = events.filter(kind == "run_end").select("run", F.col("held").cast("array<string>").alias("held"))
+    return rows, ends
 
 
-def history_violations(h):
-    """traces/history.py `_Run.check` as DataFrame operations on `h` partitioned by run: one
-    aggregation per (run, message) and windows keyed by run, so nothing is shuffled again."""
+def history_violations(h: DataFrame, ends: DataFrame) -> DataFrame:
+    """traces/history.py `_Run.check` as DataFrame operations: `h` (send and read rows,
+    partitioned by run) aggregated once per (run, message), joined with the run's watermark per
+    queue and its held messages, then filtered; `order` is a window over first reads."""
     c = F.col
     is_send, is_read = c("op") == history.SEND, c("op") == history.READ
     send_seq, read_seq = F.when(is_send, c("seq")), F.when(is_read, c("seq"))
@@ -271,8 +270,8 @@ def history_violations(h):
         return df.select(F.lit(check).alias("check"), "run", subject.alias("subject"), count.cast("long").alias("count"), detail.alias("detail"))
 
     message = F.concat(F.lit("message "), c("msg"))
-    # the highest offset read in each row's queue: on a send row, its queue's watermark
-    h = h.withColumn("ktop", F.max(F.when(is_read, c("offset"))).over(Window.partitionBy("run", "key")))
+    # the highest offset read in each queue: acked sends below it must have been read
+    tops = h.filter(is_read).groupBy("run", "key").agg(F.max("offset").alias("stop")).withColumnRenamed("run", "trun")
     per_msg = (
         h.groupBy("run", "msg")
         .agg(
@@ -280,15 +279,12 @@ def history_violations(h):
             F.max_by("status", send_seq).alias("final"),
             F.min_by("key", send_seq).alias("skey"),
             F.min_by("offset", send_seq).alias("soffset"),
-            F.min_by("ktop", send_seq).alias("stop"),
             F.count(read_seq).alias("n"),
             F.min(read_seq).alias("rseq"),
             F.min_by("key", read_seq).alias("rkey"),
-            F.max((c("op") == history.HELD).cast("int")).alias("held"),
-            F.max((c("op") == history.END).cast("int")).alias("end"),
         )
-        .withColumn("ended", F.max("end").over(Window.partitionBy("run")))
-        .filter(c("msg").isNotNull())
+        .join(ends, "run", "left")
+        .join(tops, (c("run") == c("trun")) & c("skey").eqNullSafe(c("key")), "left")
         .cache()
     )
     slots = h.filter(is_read & c("offset").isNotNull()).groupBy("run", "key", "offset").agg(F.array_sort(F.collect_set("msg")).alias("ms"))
@@ -307,8 +303,8 @@ def history_violations(h):
         F.format_string("send failed, read %d times", c("n")),
     )
     v_trunc = out(
-        per_msg.filter((c("n") > 0) & (c("ended") == 1) & (c("held") == 0)), "read_truncated", message, c("n"),
-        F.format_string("read %d times, held by no replica at the end", c("n")),
+        per_msg.filter((c("n") > 0) & c("held").isNotNull() & ~F.array_contains("held", c("msg"))), "read_truncated", message,
+        c("n"), F.format_string("read %d times, held by no replica at the end", c("n")),
     )
     w = Window.partitionBy("run", "rkey").orderBy("rseq").rowsBetween(Window.unboundedPreceding, -1)
     firsts = per_msg.filter((c("n") > 0) & (c("final") == history.OK)).withColumn("before", F.max("first").over(w))
@@ -316,7 +312,7 @@ def history_violations(h):
         firsts.filter(c("first") < c("before")), "order", message, F.lit(1),
         F.format_string("queue %s: first read after a message sent later", dash(c("rkey"))),
     )
-    return v_agree.unionByName(v_lost).unionByName(v_dup).unionByName(v_failed).unionByName(v_trunc).unionByName(v_order)
+    return reduce(DataFrame.unionByName, [v_agree, v_lost, v_dup, v_failed, v_trunc, v_order])
 
 
 def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None, spark=None) -> Report:
@@ -342,23 +338,22 @@ def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None
         t = time.perf_counter()
         violations += traces.frame(spark).mapInArrow(_replay_files, from_arrow_schema(VIOLATION)).collect()
         seconds["conformance"] = time.perf_counter() - t
-        hist_parts.append(history_rows(events))
+        rows, ends = history_rows(events)
+        hist_parts.append(rows)
     else:
         units.update(events=0, runs=0)
+        ends = spark.createDataFrame([], "run string, held array<string>")
     if inputs.histories:
         good_h, rejected = _histories(spark, _Files(inputs.histories), skip)
         bad += rejected
         hist_parts.append(good_h)
     t = time.perf_counter()
     if hist_parts:
-        h = hist_parts[0]
-        for part in hist_parts[1:]:
-            h = h.unionByName(part)
-        # One shuffle by run; every later aggregation, join and window is keyed by run, so
+        # One shuffle by run; the aggregations and windows that follow are keyed by run, so
         # Spark keeps this partitioning instead of shuffling again for each.
-        h = h.repartition(spark.sparkContext.defaultParallelism * 2, "run").cache()
+        h = reduce(DataFrame.unionByName, hist_parts).repartition(spark.sparkContext.defaultParallelism * 2, "run").cache()
         units["client_ops"] = h.count()
-        violations += history_violations(h).collect()
+        violations += history_violations(h, ends).collect()
     else:
         units["client_ops"] = 0
     seconds["history"] = time.perf_counter() - t
