@@ -14,7 +14,7 @@ import pytest
 from rmqcheck.cli import main
 from rmqcheck.traces import files, stores
 from rmqcheck.traces.openchaos import read_history
-from rmqcheck.traces.recorder import Corpus, simulate
+from rmqcheck.traces.recorder import STATE_FIELDS, Corpus, simulate
 from rmqcheck.traces.schema import TraceError, documented, json_schema
 from rmqcheck.traces.validate import discover, validate_local
 
@@ -74,6 +74,8 @@ def test_the_documented_schema_is_the_one_the_code_reads():
     schema = json_schema()
     assert set(schema["properties"]) == set(files.ARROW.names)
     assert json.loads((ROOT / "docs" / "trace-schema-v1.json").read_text()) == schema
+    head = {"v", "run", "group", "seq", "kind", "args", "config", "events", "held"}
+    assert set(STATE_FIELDS) == set(files.ARROW.names) - head  # every post-state field is observed
     guide = (ROOT / "docs" / "traces.md").read_text()
     assert documented(guide) == guide, "regenerate with: python -m rmqcheck.traces.schema"
 

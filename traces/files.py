@@ -11,6 +11,7 @@ side file and count. Nothing is dropped silently.
 from __future__ import annotations
 
 import json
+from itertools import islice
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple
 
@@ -23,7 +24,8 @@ from .schema import ARROW, FIELDS, KINDS, RUN_START, VERSION, TraceError, check_
 NDJSON = "ndjson"
 PARQUET = "parquet"
 FORMATS = (NDJSON, PARQUET)
-BATCH_ROWS = 8192
+BATCH_ROWS = 8192  # NDJSON records per Arrow batch
+ROW_GROUP_ROWS = 65536  # records per Parquet row group
 
 
 class BadRecord(NamedTuple):
@@ -54,15 +56,9 @@ def write_part(path: Path, records: Iterable[dict[str, Any]], fmt: str) -> int:
         return n
     if fmt == PARQUET:
         n = 0
+        rows = iter(records)
         with pq.ParquetWriter(path, ARROW) as w:
-            chunk: list[dict[str, Any]] = []
-            for rec in records:
-                chunk.append(rec)
-                if len(chunk) == BATCH_ROWS * 8:
-                    w.write_table(pa.Table.from_pylist(chunk, schema=ARROW))
-                    n += len(chunk)
-                    chunk = []
-            if chunk:
+            while chunk := list(islice(rows, ROW_GROUP_ROWS)):
                 w.write_table(pa.Table.from_pylist(chunk, schema=ARROW))
                 n += len(chunk)
         return n
@@ -74,23 +70,6 @@ def part_name(index: int, fmt: str) -> str:
 
 
 # --- reading ---------------------------------------------------------------------------------
-
-
-def trace_files(paths: Iterable[str]) -> list[str]:
-    """The trace files named by `paths` (directories are searched), sorted; TraceError for a
-    path that does not exist or a directory without trace files."""
-    out: list[str] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = sorted(str(f) for f in p.rglob("*") if f.suffix[1:] in FORMATS and f.is_file())
-            if not found:
-                raise TraceError(str(p), "directory", "no .ndjson or .parquet trace files in it")
-            out += found
-        elif p.is_file():
-            out.append(str(p))
-        else:
-            raise TraceError(str(p), "path", "no such file or directory")
-    return out
 
 
 def read_file(path: str, skip: bool = False) -> Iterator[Item]:
