@@ -8,7 +8,8 @@ indeterminate, as Jepsen's :info). Ops: `send` (one row per status change of a s
 with the highest seq carries the final status), `read` (one consumed message), `end` (the run's
 stores were inspected at its end) and `held` (a message some replica still held then).
 
-Checks (one meaning for both engines; `traces/spark.py` computes the same rows):
+Checks (one meaning for both engines; `traces/spark.py` computes the same violations with
+DataFrame operations, keeping held messages as a list per run rather than as rows):
 - offset_agreement: one message per (queue, queue offset) across all reads (Jepsen: no divergence).
 - lost_ack: an acked send never read although a later offset of its queue was read (Jepsen's
   lost-write watermark; with no offsets, as OpenChaos: acked and never read).

@@ -28,6 +28,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from rmqcheck.model.world import IN_SYNC_REPLICAS_NOT_ENOUGH, PUT_OK
+
 from . import history, stores
 from .conformance import replay_table
 from .files import BadRecord, parquet_file, parquet_location, read_file, read_table
@@ -238,8 +240,8 @@ def history_rows(events) -> tuple[DataFrame, DataFrame]:
     client = events.filter(kind.isin("send", "put_complete", "put_timeout", "consume") & msg.isNotNull())
     op = F.when(kind == "consume", history.READ).otherwise(history.SEND)
     status = (
-        F.when(F.col("status") == "PUT_OK", history.OK)
-        .when(F.col("status") == "IN_SYNC_REPLICAS_NOT_ENOUGH", history.FAIL)
+        F.when(F.col("status") == PUT_OK, history.OK)
+        .when(F.col("status") == IN_SYNC_REPLICAS_NOT_ENOUGH, history.FAIL)
         .otherwise(history.INFO)
     )
     rows = client.select(
