@@ -2,7 +2,8 @@
 
 Generates (once, cached under build/) a corpus of BENCH_EVENTS events (default 10^7) with the
 recorder, then validates it with the local engine and with Spark on BENCH_MASTER (default
-local[2]), and prints events/s per family and the Spark/local ratio. Both reports must agree.
+local[2]), twice (the first pass in a fresh JVM includes its warm-up), and prints events/s per
+family and the Spark/local ratio. All reports must agree.
 
     make bench-spark                      # 10^7 events
     BENCH_EVENTS=1000000 .venv/bin/python bench/spark.py
@@ -51,19 +52,21 @@ def main() -> int:
     local = validate_local(inputs)
     local_total = time.perf_counter() - t
     spark = session(MASTER)
-    t = time.perf_counter()
-    remote = validate_spark(inputs, spark=spark)
-    spark_total = time.perf_counter() - t
+    passes = []  # a fresh JVM pays for class loading and JIT compilation once, so: two passes
+    for _ in range(2):
+        t = time.perf_counter()
+        remote = validate_spark(inputs, spark=spark)
+        passes.append((remote, time.perf_counter() - t))
     spark.stop()
-    agree = local.violations == remote.violations and local.units == remote.units
+    agree = all(r.violations == local.violations and r.units == local.units for r, _ in passes)
     events = local.units["events"]
     table = Table(title=f"trace validation, {events:,} events in {local.units['runs']:,} runs (Spark master {MASTER})")
-    for col in ("family", "local events/s", "spark events/s", "spark / local"):
+    for col in ("family", "local events/s", "spark events/s, 1st pass", "spark events/s, 2nd pass", "spark 2nd / local"):
         table.add_column(col, justify="right")
-    rows = [(fam, local.seconds[fam], remote.seconds[fam]) for fam in ("read", "conformance", "history")]
-    rows.append(("total", local_total, spark_total))
-    for fam, a, b in rows:
-        table.add_row(fam, f"{events / a:,.0f}", f"{events / b:,.0f}", f"{a / b:.2f}")
+    rows = [(fam, local.seconds[fam], *(r.seconds[fam] for r, _ in passes)) for fam in ("read", "conformance", "history")]
+    rows.append(("total", local_total, *(s for _, s in passes)))
+    for fam, a, b1, b2 in rows:
+        table.add_row(fam, f"{events / a:,.0f}", f"{events / b1:,.0f}", f"{events / b2:,.0f}", f"{a / b2:.2f}")
     out.print(table)
     out.print(f"engines agree: {agree} ({len(local.violations)} violation records)")
     return 0 if agree else 1
