@@ -132,3 +132,16 @@ class Coverage:
 
     def unreached(self) -> list[str]:
         return [w.name for w in self.pending]
+
+
+class ActionCounts:
+    """Coverage for a model without witnesses: transitions per action kind."""
+
+    def __init__(self) -> None:
+        self.actions: dict[str, int] = {}
+
+    def record(self, pre, a, post) -> None:
+        self.actions[a[0]] = self.actions.get(a[0], 0) + 1
+
+    def report(self) -> list[tuple[str, str, str]]:
+        return []

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import time
 from array import array
-from typing import Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
+from rmqcheck.invariants import classic as classic_invariants
 from rmqcheck.invariants.catalogue import BY_ID, Violation, check_state, check_transition
+from rmqcheck.model import classic
+from rmqcheck.model.classic import ClassicConfig
 from rmqcheck.model.abstraction import canonical_key, symmetries, timeless
 from rmqcheck.model.config import NO_FAULTS, SYNC_FLUSH, Config, FaultBudget
 from rmqcheck.model.step import Action, initial_state, successors
 from rmqcheck.model.world import State
 
-from .coverage import Coverage
+from .coverage import ActionCounts, Coverage
 
 
 class Bounds(NamedTuple):
@@ -92,6 +95,21 @@ STANDARD: dict[str, Standard] = {
 }
 
 
+# Classic master/slave HA (model/classic.py), the snapshot's form: SYNC_MASTER, inSyncReplicas 2.
+CLASSIC: dict[str, tuple[ClassicConfig, str]] = {
+    "classic": (
+        ClassicConfig(slaves=2, sync_flush=True, max_messages=2, file_size=8, resets=1),
+        "classic HA: SYNC_MASTER + 2 slaves, inSyncReplicas 2, SYNC_FLUSH, 2 one-byte messages in one file, "
+        "1 crash, 1 connection reset",
+    ),
+    "classic-async-flush": (
+        ClassicConfig(max_messages=2, file_size=8),
+        "classic HA: SYNC_MASTER + 1 slave, inSyncReplicas 2, ASYNC_FLUSH (a crash loses the unflushed tail), "
+        "2 one-byte messages, 1 crash",
+    ),
+}
+
+
 class Hit(NamedTuple):
     """The first (so shortest) violation of one invariant."""
 
@@ -131,16 +149,69 @@ class Graph(NamedTuple):
     expanded: bytearray  # 1 where the state's successors are all in `edges`
 
 
+class Space(NamedTuple):
+    """What the explorer needs of a model: where it starts, what is enabled, the fingerprint
+    of a state, which states are expanded, and the invariants (a list of violations for the
+    ids asked)."""
+
+    initial: Any
+    successors: Callable[[Any], list]
+    key: Callable[[Any], int]
+    expands: Callable[[Any, int], bool]
+    check_state: Callable[[Any, frozenset], list[Violation]]
+    check_transition: Callable[[Any, Action, Any, frozenset], list[Violation]]
+    coverage: Callable[[], Any]  # a fresh recorder with record(pre, action, post)
+    invariants: frozenset[str]
+
+
+def controller_space(cfg: Config, bounds: Bounds) -> Space:
+    """Controller mode (model/step.py) with the explorer's bounds and views."""
+    group = symmetries(cfg) if bounds.symmetry else []
+
+    def key(s: State) -> int:
+        return canonical_key(s, cfg, group) if len(group) > 1 else hash(timeless(s, cfg))
+
+    return Space(
+        initial_state(cfg),
+        lambda s: bounded_successors(s, cfg, bounds),
+        key,
+        bounds.expands,
+        lambda s, ids: check_state(s, cfg, ids),
+        lambda s, a, n, ids: check_transition(s, a, n, cfg, ids),
+        lambda: Coverage(cfg),
+        frozenset(BY_ID),
+    )
+
+
+def classic_space(cfg: ClassicConfig, max_depth: int | None = None) -> Space:
+    """Classic master/slave HA (model/classic.py): finite by its budgets alone."""
+    return Space(
+        classic.initial_state(cfg),
+        lambda s: classic.successors(s, cfg),
+        hash,
+        lambda s, depth: max_depth is None or depth < max_depth,
+        lambda s, ids: classic_invariants.check_state(s, cfg, ids),
+        lambda s, a, n, ids: classic_invariants.check_transition(s, a, n, cfg, ids),
+        ActionCounts,
+        frozenset(classic_invariants.CLASSIC_BY_ID),
+    )
+
+
 class Explorer:
-    def __init__(self, cfg: Config, bounds: Bounds = Bounds(), invariants: Iterable[str] | None = None):
+    def __init__(
+        self,
+        cfg: Config | ClassicConfig,
+        bounds: Bounds = Bounds(),
+        invariants: Iterable[str] | None = None,
+    ):
         self.cfg = cfg
         self.bounds = bounds
-        self.targets = frozenset(BY_ID if invariants is None else invariants)
-        group = symmetries(cfg) if bounds.symmetry else []
-        if len(group) > 1:
-            self.key: Callable[[State], int] = lambda s: canonical_key(s, cfg, group)
+        if isinstance(cfg, ClassicConfig):
+            self.space = classic_space(cfg, bounds.max_depth)
         else:
-            self.key = lambda s: hash(timeless(s, cfg))
+            self.space = controller_space(cfg, bounds)
+        self.targets = self.space.invariants if invariants is None else frozenset(invariants)
+        self.key = self.space.key
         self.parent = array("q")
         self.via = array("l")
         self.action_ids: dict[Action, int] = {}
@@ -170,11 +241,11 @@ class Explorer:
     ) -> Result:
         """Explore until the space is exhausted, `budget` seconds pass, or an invariant in
         `stop_on` is violated. With `label`, keep the graph (small configurations only)."""
-        cfg, bounds = self.cfg, self.bounds
+        space = self.space
         stop_on = frozenset(stop_on)
         remaining = set(self.targets)
         hits: dict[str, Hit] = {}
-        coverage = Coverage(cfg)
+        coverage = space.coverage()
         graph = Graph([], [], bytearray()) if label is not None else None
         start = time.perf_counter()
         next_report = start + progress_every
@@ -186,27 +257,27 @@ class Explorer:
                     remaining.discard(v.invariant)
             return any(v.invariant in stop_on for v in violations)
 
-        s0 = initial_state(cfg)
+        s0 = space.initial
         seen = {self.key(s0): 0}
         self.parent.append(-1)
         self.via.append(-1)
         if graph is not None:
             graph.labels.append(label(s0))
             graph.expanded.append(0)
-        stop = note(check_state(s0, cfg, frozenset(remaining)), ())
+        stop = note(space.check_state(s0, frozenset(remaining)), ())
         frontier: list[tuple[int, State]] = [(0, s0)]
         depth = transitions = pruned = 0
         stopped = "violation" if stop else None
         while frontier and stopped is None:
             level: list[tuple[int, State]] = []
             for idx, s in frontier:
-                if not bounds.expands(s, depth):
+                if not space.expands(s, depth):
                     pruned += 1
                     continue
                 ids = frozenset(remaining)
                 if graph is not None:
                     graph.expanded[idx] = 1
-                for a, n in bounded_successors(s, cfg, bounds):
+                for a, n in space.successors(s):
                     transitions += 1
                     k = self.key(n)
                     j = seen.get(k)
@@ -223,9 +294,9 @@ class Explorer:
                     if graph is not None:
                         graph.edges.append((idx, j, a))
                     if ids:
-                        vs = check_transition(s, a, n, cfg, ids)
+                        vs = space.check_transition(s, a, n, ids)
                         if new:
-                            vs += check_state(n, cfg, ids)
+                            vs += space.check_state(n, ids)
                         if vs:
                             stop = note(vs, self.path(idx) + (a,)) or stop
                             ids = frozenset(remaining)

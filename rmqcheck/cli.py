@@ -33,7 +33,9 @@ from rmqcheck.checkers.hunting import (
 from rmqcheck.checkers.replay import ReplayError, replay
 from rmqcheck.checkers.walk import walk
 from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, expected_ids
+from rmqcheck.invariants import classic as classic_invariants
 from rmqcheck.invariants.liveness import LIVENESS, LIVENESS_BY_ID
+from rmqcheck.model import classic
 from rmqcheck.model.bugs import BY_NAME, SNAPSHOT, TOGGLES
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, format_action
@@ -183,6 +185,8 @@ def _hunt_walk(cfg: Config, targets, args, label: str) -> Finding | None:
 
 
 def cmd_explore(args) -> int:
+    if args.config in explore.CLASSIC:
+        return _explore_classic(args)
     if args.config in explore.STANDARD:
         std = explore.STANDARD[args.config]
         cfg, bounds, description = std.cfg, std.bounds, std.description
@@ -231,6 +235,40 @@ def cmd_explore(args) -> int:
         table.add_row(f"{inv.id} {inv.name}", "yes" if expected else "no", verdict_text, where)
     out.print(table)
     _print_coverage(r.coverage)
+    return 1 if failed else 0
+
+
+def _explore_classic(args) -> int:
+    """Classic master/slave HA: the whole space (its budgets bound it), a verdict per invariant."""
+    cfg, description = explore.CLASSIC[args.config]
+    toggles = set(args.bug or ())
+    unknown = sorted(toggles - classic.TOGGLE_NAMES)
+    if unknown:
+        raise UsageError(f"unknown classic toggle(s) {unknown}; known: {', '.join(sorted(classic.TOGGLE_NAMES))}")
+    cfg = classic.validate(cfg._replace(bugs=cfg.bugs | toggles))
+    out.print(f"exploring {args.config}: {description}; toggles {sorted(cfg.bugs) or 'none'}")
+    r = explore.Explorer(cfg, explore.Bounds(max_depth=args.max_depth)).run(args.budget)
+    verdict = "exhaustive" if r.exhaustive else f"NOT exhaustive (stopped: {r.stopped})"
+    out.print(f"{r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, {r.seconds:.1f}s; {verdict}")
+    table = Table(title="classic HA invariants")
+    for col in ("invariant", "expected here", "verdict", "shortest counterexample"):
+        table.add_column(col, overflow="fold")
+    failed = 0
+    for inv in classic_invariants.CLASSIC:
+        hit = r.hits.get(inv.id)
+        expected = inv.expected(cfg)
+        if hit is None:
+            table.add_row(f"{inv.id} {inv.name}", "yes" if expected else "no", "holds" + ("" if r.exhaustive else " (so far)"), "-")
+            continue
+        failed += expected
+        steps = ", ".join(" ".join(map(str, a)) for a in hit.actions)
+        table.add_row(
+            f"{inv.id} {inv.name}",
+            "yes" if expected else "no",
+            "[red]VIOLATED[/]" if expected else "violated (not promised here)",
+            f"{len(hit.actions)} steps: {steps}; {hit.message}",
+        )
+    out.print(table)
     return 1 if failed else 0
 
 
@@ -634,7 +672,9 @@ def parser() -> argparse.ArgumentParser:
     h.set_defaults(func=cmd_hunt)
 
     e = sub.add_parser("explore", help="exhaustive breadth-first exploration of a bounded configuration")
-    e.add_argument("--config", default="std2", help=f"standard ({', '.join(explore.STANDARD)}), named or JSON file")
+    e.add_argument(
+        "--config", default="std2", help=f"standard ({', '.join([*explore.STANDARD, *explore.CLASSIC])}), named or JSON file"
+    )
     e.add_argument("--budget", type=_budget, default=None, help="seconds (default: until exhausted)")
     e.add_argument("--messages", type=int, help="override max_messages")
     e.add_argument("--max-epoch", type=int, help="masterEpoch bound")

@@ -1,0 +1,115 @@
+"""Invariants of classic master/slave HA (model/classic.py).
+
+What a producer is promised when a SYNC_MASTER put returns PUT_OK: the message is on the
+replicas the put waited for. Each check names the known bug it catches.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from rmqcheck.model.classic import PUT_OK, SYNC_MASTER, Action, ClassicConfig, ClassicState, holds, max_phy
+
+from .catalogue import Violation
+
+
+class ClassicInvariant(NamedTuple):
+    id: str
+    name: str
+    statement: str
+    expected: Callable[[ClassicConfig], bool]
+    expected_when: str
+    check: Callable[[ClassicState, ClassicConfig], list[str]] | None = None
+    check_step: Callable[[ClassicState, Action, ClassicState, ClassicConfig], list[str]] | None = None
+
+
+def _acked_now(pre: ClassicState, post: ClassicState) -> list[int]:
+    """Messages whose status became PUT_OK in this step."""
+    old = pre.status + (None,) * (len(post.status) - len(pre.status))
+    return [i + 1 for i, (a, b) in enumerate(zip(old, post.status)) if b == PUT_OK and a != PUT_OK]
+
+
+def _copies(s: ClassicState, msg: int) -> int:
+    m = s.msgs[msg - 1]
+    return sum(holds(n, m) for n in s.nodes)
+
+
+def sync_put_replicated(pre: ClassicState, a: Action, post: ClassicState, cfg: ClassicConfig) -> list[str]:
+    """A SYNC put acked PUT_OK is whole on at least needAckNums replicas (master included)."""
+    if cfg.role != SYNC_MASTER:
+        return []
+    need = max(cfg.in_sync_replicas, 1)
+    return [
+        f"message {m} acked PUT_OK on {_copies(post, m)} replica(s), needAckNums {need}"
+        for m in _acked_now(pre, post)
+        if _copies(post, m) < need
+    ]
+
+
+def sync_master_two_copies(pre: ClassicState, a: Action, post: ClassicState, cfg: ClassicConfig) -> list[str]:
+    """What SYNC_MASTER meant before 5.0: a PUT_OK message is on the master and a slave."""
+    if cfg.role != SYNC_MASTER:
+        return []
+    return [
+        f"message {m} acked PUT_OK by a SYNC_MASTER on {_copies(post, m)} replica"
+        for m in _acked_now(pre, post)
+        if _copies(post, m) < 2
+    ]
+
+
+def ack_within_master_log(s: ClassicState, cfg: ClassicConfig) -> list[str]:
+    """No connection's slaveAckOffset is beyond the master's max offset: an ack for bytes the
+    master does not have acknowledges nothing (#3015's derived check)."""
+    m = s.master
+    if not m.up:
+        return []
+    return [f"slave {c.slave} ack {c.ack} > master max offset {max_phy(m)}" for c in m.conns if c.ack > max_phy(m)]
+
+
+CLASSIC: tuple[ClassicInvariant, ...] = (
+    ClassicInvariant(
+        "C1",
+        "sync_put_replicated",
+        "A SYNC_MASTER put acked PUT_OK is on at least needAckNums replicas (catches #3015's inflated ack).",
+        lambda cfg: cfg.role == SYNC_MASTER,
+        "SYNC_MASTER",
+        check_step=sync_put_replicated,
+    ),
+    ClassicInvariant(
+        "C2",
+        "sync_master_two_copies",
+        "A SYNC_MASTER put acked PUT_OK is on the master and a slave. Since 5.0 this needs "
+        "inSyncReplicas >= 2: with the default 1, handleHA acks at once.",
+        lambda cfg: cfg.role == SYNC_MASTER and cfg.in_sync_replicas >= 2,
+        "SYNC_MASTER with inSyncReplicas >= 2",
+        check_step=sync_master_two_copies,
+    ),
+    ClassicInvariant(
+        "C3",
+        "ack_within_master_log",
+        "The master never holds a slave ack beyond its own max offset (#3015).",
+        lambda cfg: True,
+        "always",
+        check=ack_within_master_log,
+    ),
+)
+CLASSIC_BY_ID = {inv.id: inv for inv in CLASSIC}
+
+
+def check_state(s: ClassicState, cfg: ClassicConfig, ids: frozenset[str] | None = None) -> list[Violation]:
+    return [Violation(i.id, msg) for i in CLASSIC if i.check and (ids is None or i.id in ids) for msg in i.check(s, cfg)]
+
+
+def check_transition(
+    pre: ClassicState, a: Action, post: ClassicState, cfg: ClassicConfig, ids: frozenset[str] | None = None
+) -> list[Violation]:
+    return [
+        Violation(i.id, msg)
+        for i in CLASSIC
+        if i.check_step and (ids is None or i.id in ids)
+        for msg in i.check_step(pre, a, post, cfg)
+    ]
+
+
+def expected_ids(cfg: ClassicConfig) -> frozenset[str]:
+    return frozenset(i.id for i in CLASSIC if i.expected(cfg))
