@@ -12,7 +12,7 @@ mid-promotion; it is *confirmed* when the controller also names it master at its
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 from rmqcheck.model import commitlog as cl
 from rmqcheck.model import controller as ctl
@@ -27,6 +27,9 @@ StepCheck = Callable[[State, Action, State, Config], list[str]]
 
 
 class Invariant(NamedTuple):
+    """One named safety property; each mode has a table of them (this catalogue for controller
+    mode, invariants/classic.py for classic HA), checked by `state_violations`/`step_violations`."""
+
     id: str
     name: str
     statement: str
@@ -475,24 +478,36 @@ CATALOGUE: tuple[Invariant, ...] = (
 BY_ID: dict[str, Invariant] = {inv.id: inv for inv in CATALOGUE}
 
 
-def check_state(s: State, cfg: Config, ids: frozenset[str] | None = None) -> list[Violation]:
+def state_violations(table: Iterable[Invariant], s: Any, cfg: Any, ids: frozenset[str] | None) -> list[Violation]:
+    """The state checks of `table` (those in `ids`, or all) on one state."""
     return [
         Violation(inv.id, msg)
-        for inv in CATALOGUE
+        for inv in table
         if inv.check is not None and (ids is None or inv.id in ids)
         for msg in inv.check(s, cfg)
     ]
 
 
-def check_transition(
-    pre: State, action: Action, post: State, cfg: Config, ids: frozenset[str] | None = None
+def step_violations(
+    table: Iterable[Invariant], pre: Any, action: Action, post: Any, cfg: Any, ids: frozenset[str] | None
 ) -> list[Violation]:
+    """The transition checks of `table` (those in `ids`, or all) on one step."""
     return [
         Violation(inv.id, msg)
-        for inv in CATALOGUE
+        for inv in table
         if inv.check_step is not None and (ids is None or inv.id in ids)
         for msg in inv.check_step(pre, action, post, cfg)
     ]
+
+
+def check_state(s: State, cfg: Config, ids: frozenset[str] | None = None) -> list[Violation]:
+    return state_violations(CATALOGUE, s, cfg, ids)
+
+
+def check_transition(
+    pre: State, action: Action, post: State, cfg: Config, ids: frozenset[str] | None = None
+) -> list[Violation]:
+    return step_violations(CATALOGUE, pre, action, post, cfg, ids)
 
 
 def expected_ids(cfg: Config) -> frozenset[str]:

@@ -6,21 +6,9 @@ replicas the put waited for. Each check names the known bug it catches.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
-
 from rmqcheck.model.classic import PUT_OK, SYNC_MASTER, Action, ClassicConfig, ClassicState, holds, max_phy
 
-from .catalogue import Violation
-
-
-class ClassicInvariant(NamedTuple):
-    id: str
-    name: str
-    statement: str
-    expected: Callable[[ClassicConfig], bool]
-    expected_when: str
-    check: Callable[[ClassicState, ClassicConfig], list[str]] | None = None
-    check_step: Callable[[ClassicState, Action, ClassicState, ClassicConfig], list[str]] | None = None
+from .catalogue import Invariant, Violation, state_violations, step_violations
 
 
 def _acked_now(pre: ClassicState, post: ClassicState) -> list[int]:
@@ -66,8 +54,8 @@ def ack_within_master_log(s: ClassicState, cfg: ClassicConfig) -> list[str]:
     return [f"slave {c.slave} ack {c.ack} > master max offset {max_phy(m)}" for c in m.conns if c.ack > max_phy(m)]
 
 
-CLASSIC: tuple[ClassicInvariant, ...] = (
-    ClassicInvariant(
+CLASSIC: tuple[Invariant, ...] = (
+    Invariant(
         "C1",
         "sync_put_replicated",
         "A SYNC_MASTER put acked PUT_OK is on at least needAckNums replicas (catches #3015's inflated ack).",
@@ -75,7 +63,7 @@ CLASSIC: tuple[ClassicInvariant, ...] = (
         "SYNC_MASTER",
         check_step=sync_put_replicated,
     ),
-    ClassicInvariant(
+    Invariant(
         "C2",
         "sync_master_two_copies",
         "A SYNC_MASTER put acked PUT_OK is on the master and a slave. Since 5.0 this needs "
@@ -84,7 +72,7 @@ CLASSIC: tuple[ClassicInvariant, ...] = (
         "SYNC_MASTER with inSyncReplicas >= 2",
         check_step=sync_master_two_copies,
     ),
-    ClassicInvariant(
+    Invariant(
         "C3",
         "ack_within_master_log",
         "The master never holds a slave ack beyond its own max offset (#3015).",
@@ -97,18 +85,13 @@ CLASSIC_BY_ID = {inv.id: inv for inv in CLASSIC}
 
 
 def check_state(s: ClassicState, cfg: ClassicConfig, ids: frozenset[str] | None = None) -> list[Violation]:
-    return [Violation(i.id, msg) for i in CLASSIC if i.check and (ids is None or i.id in ids) for msg in i.check(s, cfg)]
+    return state_violations(CLASSIC, s, cfg, ids)
 
 
 def check_transition(
     pre: ClassicState, a: Action, post: ClassicState, cfg: ClassicConfig, ids: frozenset[str] | None = None
 ) -> list[Violation]:
-    return [
-        Violation(i.id, msg)
-        for i in CLASSIC
-        if i.check_step and (ids is None or i.id in ids)
-        for msg in i.check_step(pre, a, post, cfg)
-    ]
+    return step_violations(CLASSIC, pre, a, post, cfg, ids)
 
 
 def expected_ids(cfg: ClassicConfig) -> frozenset[str]:
