@@ -13,14 +13,18 @@ n^2 / 2^64 for n states.
 
 from __future__ import annotations
 
+import itertools
+
 import time
 from array import array
 from typing import Any, Callable, Iterable, NamedTuple
 
 from rmqcheck.invariants import classic as classic_invariants
+from rmqcheck.invariants import dledger as dledger_invariants
 from rmqcheck.invariants.catalogue import BY_ID, Violation, check_state, check_transition
-from rmqcheck.model import classic
+from rmqcheck.model import classic, dledger
 from rmqcheck.model.classic import ClassicConfig
+from rmqcheck.model.dledger import DLedgerConfig
 from rmqcheck.model.abstraction import canonical_key, symmetries, timeless
 from rmqcheck.model.config import NO_FAULTS, SYNC_FLUSH, Config, FaultBudget
 from rmqcheck.model.step import Action, initial_state, successors
@@ -109,6 +113,20 @@ CLASSIC: dict[str, tuple[ClassicConfig, str]] = {
     ),
 }
 
+# DLedger mode (model/dledger.py): the snapshot's DLedger 0.3.1.2 unless a name says otherwise.
+DLEDGER: dict[str, tuple[DLedgerConfig, str]] = {
+    "dledger": (
+        DLedgerConfig(max_term=1, crashes=0, bugs=frozenset()),
+        "DLedger mode, intended (dledger 93d6ff1 commit rule, a no-op on election): 3 members, one election "
+        "round (terms up to 1), 1 message, no crash",
+    ),
+    "dledger-snapshot": (
+        DLedgerConfig(max_term=3, crashes=0, noop_on_election=False),
+        "DLedger mode as the snapshot pins it (dledger-all-0.3.1.2, no no-op): 3 members, terms up to 3, "
+        "1 message, no crash",
+    ),
+}
+
 
 class Hit(NamedTuple):
     """The first (so shortest) violation of one invariant."""
@@ -183,6 +201,22 @@ def controller_space(cfg: Config, bounds: Bounds) -> Space:
     )
 
 
+def dledger_space(cfg: DLedgerConfig, max_depth: int | None = None, symmetry: bool = True) -> Space:
+    """DLedger mode (model/dledger.py): finite by its term, message and crash bounds; members
+    are interchangeable, so a state is stored once for all renamings."""
+    perms = list(itertools.permutations(range(cfg.nodes)))
+    return Space(
+        dledger.initial_state(cfg),
+        lambda s: dledger.successors(s, cfg),
+        (lambda s: dledger.symmetric_key(s, perms)) if symmetry else hash,
+        lambda s, depth: max_depth is None or depth < max_depth,
+        lambda s, ids: dledger_invariants.check_state(s, cfg, ids),
+        lambda s, a, n, ids: dledger_invariants.check_transition(s, a, n, cfg, ids),
+        ActionCounts,
+        frozenset(dledger_invariants.DLEDGER_BY_ID),
+    )
+
+
 def classic_space(cfg: ClassicConfig, max_depth: int | None = None) -> Space:
     """Classic master/slave HA (model/classic.py): finite by its budgets alone."""
     return Space(
@@ -200,7 +234,7 @@ def classic_space(cfg: ClassicConfig, max_depth: int | None = None) -> Space:
 class Explorer:
     def __init__(
         self,
-        cfg: Config | ClassicConfig,
+        cfg: Config | ClassicConfig | DLedgerConfig,
         bounds: Bounds = Bounds(),
         invariants: Iterable[str] | None = None,
     ):
@@ -208,6 +242,8 @@ class Explorer:
         self.bounds = bounds
         if isinstance(cfg, ClassicConfig):
             self.space = classic_space(cfg, bounds.max_depth)
+        elif isinstance(cfg, DLedgerConfig):
+            self.space = dledger_space(cfg, bounds.max_depth, bounds.symmetry)
         else:
             self.space = controller_space(cfg, bounds)
         self.targets = self.space.invariants if invariants is None else frozenset(invariants)

@@ -357,6 +357,14 @@ RULES: dict[str, Rule] = {
 }
 
 
+ARGS = {"send": ("size",), "put_ok": ("msg",), "put_timeout": ("msg",), "flush": ("node",), "crash": ("node",),
+        "restart": ("node",)}
+
+
+def arg_names(kind: str) -> tuple[str, ...]:
+    return ARGS.get(kind, ("slave",))
+
+
 def step(s: ClassicState, action: Action, cfg: ClassicConfig) -> ClassicState:
     rule = RULES.get(action[0])
     if rule is None:

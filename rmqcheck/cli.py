@@ -16,7 +16,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from rmqcheck import __version__
-from rmqcheck.checkers import configs, explore, liveness
+from rmqcheck.checkers import configs, explore, liveness, modes
 from rmqcheck.checkers.counterexample import Counterexample, CounterexampleError, format_scenario, read, write
 from rmqcheck.checkers.describe import changes, state_lines
 from rmqcheck.checkers.hunting import (
@@ -33,9 +33,7 @@ from rmqcheck.checkers.hunting import (
 from rmqcheck.checkers.replay import ReplayError, replay
 from rmqcheck.checkers.walk import walk
 from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, expected_ids
-from rmqcheck.invariants import classic as classic_invariants
 from rmqcheck.invariants.liveness import LIVENESS, LIVENESS_BY_ID
-from rmqcheck.model import classic
 from rmqcheck.model.bugs import BY_NAME, SNAPSHOT, TOGGLES
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, format_action
@@ -185,8 +183,8 @@ def _hunt_walk(cfg: Config, targets, args, label: str) -> Finding | None:
 
 
 def cmd_explore(args) -> int:
-    if args.config in explore.CLASSIC:
-        return _explore_classic(args)
+    if args.config in explore.CLASSIC or args.config in explore.DLEDGER:
+        return _explore_mode(args)
     if args.config in explore.STANDARD:
         std = explore.STANDARD[args.config]
         cfg, bounds, description = std.cfg, std.bounds, std.description
@@ -238,35 +236,43 @@ def cmd_explore(args) -> int:
     return 1 if failed else 0
 
 
-def _explore_classic(args) -> int:
-    """Classic master/slave HA: the whole space (its budgets bound it), a verdict per invariant."""
-    cfg, description = explore.CLASSIC[args.config]
+def _explore_mode(args) -> int:
+    """Classic HA or DLedger mode: the whole space its budgets bound, a verdict per invariant,
+    and a scenario file (`rmqcheck replay`) per violated one."""
+    name = "classic" if args.config in explore.CLASSIC else "dledger"
+    mode = modes.MODES[name]
+    cfg, description = (explore.CLASSIC if name == "classic" else explore.DLEDGER)[args.config]
     toggles = set(args.bug or ())
-    unknown = sorted(toggles - classic.TOGGLE_NAMES)
+    unknown = sorted(toggles - mode.toggles)
     if unknown:
-        raise UsageError(f"unknown classic toggle(s) {unknown}; known: {', '.join(sorted(classic.TOGGLE_NAMES))}")
-    cfg = classic.validate(cfg._replace(bugs=cfg.bugs | toggles))
+        raise UsageError(f"unknown {name} toggle(s) {unknown}; known: {', '.join(sorted(mode.toggles))}")
+    cfg = mode.validate(cfg._replace(bugs=cfg.bugs | toggles))
     out.print(f"exploring {args.config}: {description}; toggles {sorted(cfg.bugs) or 'none'}")
-    r = explore.Explorer(cfg, explore.Bounds(max_depth=args.max_depth)).run(args.budget)
+    bounds = explore.Bounds(max_depth=args.max_depth, symmetry=args.symmetry is not False)
+    r = explore.Explorer(cfg, bounds).run(args.budget)
     verdict = "exhaustive" if r.exhaustive else f"NOT exhaustive (stopped: {r.stopped})"
-    out.print(f"{r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, {r.seconds:.1f}s; {verdict}")
-    table = Table(title="classic HA invariants")
+    out.print(
+        f"{r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, {r.seconds:.1f}s "
+        f"({r.states / max(r.seconds, 1e-9):,.0f} states/s); {verdict}"
+    )
+    table = Table(title=f"{name} invariants")
     for col in ("invariant", "expected here", "verdict", "shortest counterexample"):
         table.add_column(col, overflow="fold")
     failed = 0
-    for inv in classic_invariants.CLASSIC:
+    for inv in mode.invariants:
         hit = r.hits.get(inv.id)
         expected = inv.expected(cfg)
         if hit is None:
             table.add_row(f"{inv.id} {inv.name}", "yes" if expected else "no", "holds" + ("" if r.exhaustive else " (so far)"), "-")
             continue
         failed += expected
-        steps = ", ".join(" ".join(map(str, a)) for a in hit.actions)
+        sc = modes.Scenario(mode, cfg, tuple(hit.actions), inv.id, f"rmqcheck explore --config {args.config}: {hit.message}")
+        path = modes.write(sc, Path(args.out) / f"explore-{args.config}-{inv.id}.scn")
         table.add_row(
             f"{inv.id} {inv.name}",
             "yes" if expected else "no",
             "[red]VIOLATED[/]" if expected else "violated (not promised here)",
-            f"{len(hit.actions)} steps: {steps}; {hit.message}",
+            f"{len(hit.actions)} steps: {path}; {hit.message}",
         )
     out.print(table)
     return 1 if failed else 0
@@ -413,7 +419,39 @@ def _replay_truncation(cx: Counterexample, where: str) -> bool:
     return False
 
 
+def _replay_mode(path: str) -> int:
+    """A classic-HA or DLedger scenario: every step with what it changed and the violations."""
+    sc = modes.read(path)
+    try:
+        r = modes.replay(sc.mode, sc.config, sc.actions)
+    except CounterexampleError as exc:
+        raise CounterexampleError(f"{path}: {exc}") from None
+    out.print(f"{sc.mode.name} mode ({sc.mode.source}); toggles {sorted(sc.config.bugs) or 'none'}")
+    table = Table(title=f"replay {path}")
+    table.add_column("step", justify="right")
+    for col in ("action", "what changed", "violations"):
+        table.add_column(col, overflow="fold")
+    for i, a in enumerate(sc.actions, start=1):
+        marks = "\n".join(f"{v.invariant}: {v.message}" for v in r.violations[i])
+        table.add_row(str(i), modes.format_action(sc.mode, a), modes.changes(r.states[i - 1], r.states[i]), marks)
+    out.print(table)
+    hit = r.first(sc.invariant)
+    if sc.invariant is not None:
+        if hit is None:
+            out.print(f"[green]not reproduced: {sc.invariant} holds throughout[/]")
+            return 0
+        out.print(f"[bold red]reproduced: {sc.invariant} violated at step {hit[0]}: {hit[1].message}[/]")
+        return 1
+    if r.first() is not None:
+        out.print(f"[bold red]{r.first()[1].invariant} violated at step {r.first()[0]}[/]")
+        return 1
+    out.print("[green]every invariant held[/]")
+    return 0
+
+
 def cmd_replay(args) -> int:
+    if modes.is_mode_file(args.file):
+        return _replay_mode(args.file)
     cx: Counterexample = read(args.file)
     truncation_hit = _replay_truncation(cx, args.file) if cx.truncation is not None else True
     if cx.truncation is not None and not cx.actions:
@@ -516,7 +554,10 @@ def cmd_prove(args) -> int:
     if not args.only:
         for line in proofs.unbounded_report():
             out.print(line)
-    bad = [o for o in outcomes if not o.ok]
+        bad_offsets = _prove_dledger_offsets()
+    else:
+        bad_offsets = []
+    bad = [o for o in outcomes if not o.ok] + bad_offsets
     out.print(
         f"{len(outcomes)} checks in {time.perf_counter() - started:.1f}s; bounded: every pair of lists of up to "
         f"{args.k} entries, offsets unbounded integers below Long.MAX_VALUE."
@@ -525,6 +566,21 @@ def cmd_prove(args) -> int:
         out.print(f"[bold red]{len(bad)} result(s) differ from what is expected: {', '.join(o.id for o in bad)}[/]")
         return 1
     return 0
+
+
+def _prove_dledger_offsets() -> list:
+    """The DLedgerCommitLog offset mapping: each obligation proved, each mutant refuted."""
+    from rmqcheck.checkers import dledger_proofs
+
+    table = Table(title="rmqcheck prove: DLedgerCommitLog offset mapping (preAppend, BODY_OFFSET, divided offset)")
+    for col in ("obligation", "rule", "expected", "result", "time", "witness"):
+        table.add_column(col, overflow="fold")
+    outcomes = dledger_proofs.run()
+    for o in outcomes:
+        colour = "green" if o.ok else "bold red"
+        table.add_row(o.id, o.variant, o.expected, f"[{colour}]{o.result}[/]", f"{o.seconds:.2f}s", o.witness)
+    out.print(table)
+    return [o for o in outcomes if not o.ok]
 
 
 def cmd_scenario(args) -> int:
@@ -673,7 +729,7 @@ def parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("explore", help="exhaustive breadth-first exploration of a bounded configuration")
     e.add_argument(
-        "--config", default="std2", help=f"standard ({', '.join([*explore.STANDARD, *explore.CLASSIC])}), named or JSON file"
+        "--config", default="std2", help=f"standard ({', '.join([*explore.STANDARD, *explore.CLASSIC, *explore.DLEDGER])}), named or JSON file"
     )
     e.add_argument("--budget", type=_budget, default=None, help="seconds (default: until exhausted)")
     e.add_argument("--messages", type=int, help="override max_messages")

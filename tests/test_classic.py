@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rmqcheck.checkers.explore import Explorer
@@ -113,14 +115,16 @@ def test_an_empty_slave_acks_puts_from_earlier_files_it_never_receives():
     assert s.node(1).log.cells[0] == 0  # a hole where the acked message should be
 
 
-def test_rmqcheck_explore_prints_classic_verdicts(capsys):
+def test_rmqcheck_explore_prints_classic_verdicts(capsys, tmp_path):
     from rmqcheck.cli import main
 
     assert main(["explore", "--config", "classic"]) == 0
     text = capsys.readouterr().out
     assert "22,666 distinct states" in text and "exhaustive" in text and "C3 ack_within_master_log" in text
-    assert main(["explore", "--config", "classic-async-flush", "--bug", "ack_check_skips_first_report"]) == 1
+    argv = ["explore", "--config", "classic-async-flush", "--bug", "ack_check_skips_first_report", "--out", str(tmp_path)]
+    assert main(argv) == 1
     assert "slave 1 ack 1 > master max offset 0" in capsys.readouterr().out.replace("\n", " ")
+    assert main(["replay", str(tmp_path / "explore-classic-async-flush-C3.scn")]) == 1
     assert main(["explore", "--config", "classic", "--bug", "nope"]) == 2
     assert "unknown classic toggle" in capsys.readouterr().err
 
@@ -170,3 +174,16 @@ def test_hypothesis_finds_the_inflated_ack_and_passes_without_it():
     _run_machine(SAFE, frozenset({"C1", "C2", "C3"}), 200)
     with pytest.raises(AssertionError, match="C3"):
         _run_machine(TAIL_LOSS._replace(max_messages=1, bugs=frozenset({"ack_beyond_master_max"})), frozenset({"C3"}), 2000)
+
+
+CLASSIC_SCENARIOS = sorted((Path(__file__).parent.parent / "scenarios" / "classic").glob("*.scn"))
+
+
+@pytest.mark.parametrize("path", CLASSIC_SCENARIOS, ids=[p.stem for p in CLASSIC_SCENARIOS])
+def test_classic_scenarios_reproduce_with_their_toggle_only(path):
+    from rmqcheck.checkers import modes
+
+    sc = modes.read(path)
+    assert sc.config.bugs == {path.stem}
+    assert modes.replay(sc.mode, sc.config, sc.actions).first(sc.invariant)[0] == len(sc.actions)
+    assert modes.replay(sc.mode, sc.config._replace(bugs=frozenset()), sc.actions).first() is None
