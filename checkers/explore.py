@@ -19,10 +19,8 @@ import time
 from array import array
 from typing import Any, Callable, Iterable, NamedTuple
 
-from rmqcheck.invariants import classic as classic_invariants
-from rmqcheck.invariants import dledger as dledger_invariants
 from rmqcheck.invariants.catalogue import BY_ID, Violation, check_state, check_transition
-from rmqcheck.model import classic, dledger
+from rmqcheck.model import dledger
 from rmqcheck.model.classic import ClassicConfig
 from rmqcheck.model.dledger import DLedgerConfig
 from rmqcheck.model.abstraction import canonical_key, symmetries, timeless
@@ -31,6 +29,7 @@ from rmqcheck.model.step import Action, initial_state, successors
 from rmqcheck.model.world import State
 
 from .coverage import ActionCounts, Coverage
+from .modes import MODES, Mode
 
 
 class Bounds(NamedTuple):
@@ -201,33 +200,17 @@ def controller_space(cfg: Config, bounds: Bounds) -> Space:
     )
 
 
-def dledger_space(cfg: DLedgerConfig, max_depth: int | None = None, symmetry: bool = True) -> Space:
-    """DLedger mode (model/dledger.py): finite by its term, message and crash bounds; members
-    are interchangeable, so a state is stored once for all renamings."""
-    perms = list(itertools.permutations(range(cfg.nodes)))
+def mode_space(mode: Mode, cfg: Any, max_depth: int | None = None, key: Callable = hash) -> Space:
+    """Classic HA or DLedger mode (checkers/modes.py): finite by the configuration's budgets."""
     return Space(
-        dledger.initial_state(cfg),
-        lambda s: dledger.successors(s, cfg),
-        (lambda s: dledger.symmetric_key(s, perms)) if symmetry else hash,
+        mode.initial_state(cfg),
+        lambda s: mode.successors(s, cfg),
+        key,
         lambda s, depth: max_depth is None or depth < max_depth,
-        lambda s, ids: dledger_invariants.check_state(s, cfg, ids),
-        lambda s, a, n, ids: dledger_invariants.check_transition(s, a, n, cfg, ids),
+        lambda s, ids: mode.check_state(s, cfg, ids),
+        lambda s, a, n, ids: mode.check_transition(s, a, n, cfg, ids),
         ActionCounts,
-        frozenset(dledger_invariants.DLEDGER_BY_ID),
-    )
-
-
-def classic_space(cfg: ClassicConfig, max_depth: int | None = None) -> Space:
-    """Classic master/slave HA (model/classic.py): finite by its budgets alone."""
-    return Space(
-        classic.initial_state(cfg),
-        lambda s: classic.successors(s, cfg),
-        hash,
-        lambda s, depth: max_depth is None or depth < max_depth,
-        lambda s, ids: classic_invariants.check_state(s, cfg, ids),
-        lambda s, a, n, ids: classic_invariants.check_transition(s, a, n, cfg, ids),
-        ActionCounts,
-        frozenset(classic_invariants.CLASSIC_BY_ID),
+        frozenset(inv.id for inv in mode.invariants),
     )
 
 
@@ -241,9 +224,12 @@ class Explorer:
         self.cfg = cfg
         self.bounds = bounds
         if isinstance(cfg, ClassicConfig):
-            self.space = classic_space(cfg, bounds.max_depth)
+            self.space = mode_space(MODES["classic"], cfg, bounds.max_depth)
         elif isinstance(cfg, DLedgerConfig):
-            self.space = dledger_space(cfg, bounds.max_depth, bounds.symmetry)
+            # members are interchangeable: a state is stored once for all renamings
+            perms = list(itertools.permutations(range(cfg.nodes)))
+            key = (lambda s: dledger.symmetric_key(s, perms)) if bounds.symmetry else hash
+            self.space = mode_space(MODES["dledger"], cfg, bounds.max_depth, key)
         else:
             self.space = controller_space(cfg, bounds)
         self.targets = self.space.invariants if invariants is None else frozenset(invariants)

@@ -23,6 +23,7 @@ from rmqcheck.model import classic, dledger
 from rmqcheck.model.step import NotEnabled
 
 from .counterexample import CounterexampleError
+from .replay import Replay
 
 
 class Mode(NamedTuple):
@@ -31,6 +32,7 @@ class Mode(NamedTuple):
     validate: Callable[[Any], Any]
     initial_state: Callable[[Any], Any]
     step: Callable[[Any, tuple, Any], Any]
+    successors: Callable[[Any, Any], list]
     rules: dict[str, Any]
     arg_names: Callable[[str], tuple[str, ...]]
     invariants: tuple[Invariant, ...]
@@ -43,13 +45,15 @@ class Mode(NamedTuple):
 
 MODES: dict[str, Mode] = {
     "classic": Mode(
-        "classic", classic.ClassicConfig, classic.validate, classic.initial_state, classic.step, classic.RULES,
+        "classic", classic.ClassicConfig, classic.validate, classic.initial_state, classic.step, classic.successors,
+        classic.RULES,
         classic.arg_names, classic_invariants.CLASSIC, classic_invariants.check_state,
         classic_invariants.check_transition, classic.TOGGLE_NAMES, classic.SNAPSHOT,
         "apache/rocketmq 8fc57f1468 DefaultHAService",
     ),
     "dledger": Mode(
-        "dledger", dledger.DLedgerConfig, dledger.validate, dledger.initial_state, dledger.step, dledger.RULES,
+        "dledger", dledger.DLedgerConfig, dledger.validate, dledger.initial_state, dledger.step, dledger.successors,
+        dledger.RULES,
         dledger.arg_names, dledger_invariants.DLEDGER, dledger_invariants.check_state,
         dledger_invariants.check_transition, dledger.TOGGLE_NAMES, dledger.SNAPSHOT,
         "openmessaging/dledger dledger-all-0.3.1.2 under apache/rocketmq 8fc57f1468",
@@ -207,19 +211,7 @@ def write(sc: Scenario, path: str | Path) -> Path:
     return path
 
 
-class Replayed(NamedTuple):
-    states: list[Any]
-    violations: list[list[Violation]]  # violations[i] follow actions[i - 1]
-
-    def first(self, invariant: str | None = None) -> tuple[int, Violation] | None:
-        for i, vs in enumerate(self.violations):
-            for v in vs:
-                if invariant is None or v.invariant == invariant:
-                    return i, v
-        return None
-
-
-def replay(mode: Mode, cfg: Any, actions: Sequence[tuple]) -> Replayed:
+def replay(mode: Mode, cfg: Any, actions: Sequence[tuple]) -> Replay:
     """Run the actions with every invariant checked after each; CounterexampleError names the
     first action that is not enabled."""
     s = mode.initial_state(cfg)
@@ -232,7 +224,7 @@ def replay(mode: Mode, cfg: Any, actions: Sequence[tuple]) -> Replayed:
         violations.append(mode.check_transition(s, a, nxt, cfg) + mode.check_state(nxt, cfg))
         states.append(nxt)
         s = nxt
-    return Replayed(states, violations)
+    return Replay(states, violations)
 
 
 def changes(pre: Any, post: Any) -> str:
