@@ -21,11 +21,7 @@ import z3
 
 from rmqcheck.model.dledger import BODY_OFFSET, MIN_BLANK_LEN, entry_position
 
-
-class Z3Ops:
-    @staticmethod
-    def ite(c: Any, a: Any, b: Any) -> Any:
-        return z3.If(c, a, b)
+from .proofs import Z3Ops
 
 
 # Wrong forms of preAppend, for the refutations: no room kept for the blank record (a gap too

@@ -18,7 +18,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from rmqcheck.invariants import classic as classic_invariants
 from rmqcheck.invariants import dledger as dledger_invariants
-from rmqcheck.invariants.catalogue import Invariant, Violation
+from rmqcheck.invariants.catalogue import Invariant, Violation, state_violations, step_violations
 from rmqcheck.model import classic, dledger
 from rmqcheck.model.step import NotEnabled
 
@@ -36,26 +36,28 @@ class Mode(NamedTuple):
     rules: dict[str, Any]
     arg_names: Callable[[str], tuple[str, ...]]
     invariants: tuple[Invariant, ...]
-    check_state: Callable[..., list[Violation]]
-    check_transition: Callable[..., list[Violation]]
     toggles: frozenset[str]
     snapshot: frozenset[str]
     source: str
+
+    def check_state(self, s: Any, cfg: Any, ids: frozenset[str] | None = None) -> list[Violation]:
+        return state_violations(self.invariants, s, cfg, ids)
+
+    def check_transition(self, pre: Any, a: tuple, post: Any, cfg: Any, ids: frozenset[str] | None = None) -> list[Violation]:
+        return step_violations(self.invariants, pre, a, post, cfg, ids)
 
 
 MODES: dict[str, Mode] = {
     "classic": Mode(
         "classic", classic.ClassicConfig, classic.validate, classic.initial_state, classic.step, classic.successors,
         classic.RULES,
-        classic.arg_names, classic_invariants.CLASSIC, classic_invariants.check_state,
-        classic_invariants.check_transition, classic.TOGGLE_NAMES, classic.SNAPSHOT,
+        classic.arg_names, classic_invariants.CLASSIC, classic.TOGGLE_NAMES, classic.SNAPSHOT,
         "apache/rocketmq 8fc57f1468 DefaultHAService",
     ),
     "dledger": Mode(
         "dledger", dledger.DLedgerConfig, dledger.validate, dledger.initial_state, dledger.step, dledger.successors,
         dledger.RULES,
-        dledger.arg_names, dledger_invariants.DLEDGER, dledger_invariants.check_state,
-        dledger_invariants.check_transition, dledger.TOGGLE_NAMES, dledger.SNAPSHOT,
+        dledger.arg_names, dledger_invariants.DLEDGER, dledger.TOGGLE_NAMES, dledger.SNAPSHOT,
         "openmessaging/dledger dledger-all-0.3.1.2 under apache/rocketmq 8fc57f1468",
     ),
 }

@@ -28,7 +28,8 @@ StepCheck = Callable[[State, Action, State, Config], list[str]]
 
 class Invariant(NamedTuple):
     """One named safety property; each mode has a table of them (this catalogue for controller
-    mode, invariants/classic.py for classic HA), checked by `state_violations`/`step_violations`."""
+    mode, invariants/classic.py and invariants/dledger.py for the others), checked by
+    `state_violations`/`step_violations`."""
 
     id: str
     name: str

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rmqcheck.model.classic import PUT_OK, SYNC_MASTER, Action, ClassicConfig, ClassicState, holds, max_phy
 
-from .catalogue import Invariant, Violation, state_violations, step_violations
+from .catalogue import Invariant
 
 
 def _acked_now(pre: ClassicState, post: ClassicState) -> list[int]:
@@ -83,16 +83,3 @@ CLASSIC: tuple[Invariant, ...] = (
 )
 CLASSIC_BY_ID = {inv.id: inv for inv in CLASSIC}
 
-
-def check_state(s: ClassicState, cfg: ClassicConfig, ids: frozenset[str] | None = None) -> list[Violation]:
-    return state_violations(CLASSIC, s, cfg, ids)
-
-
-def check_transition(
-    pre: ClassicState, a: Action, post: ClassicState, cfg: ClassicConfig, ids: frozenset[str] | None = None
-) -> list[Violation]:
-    return step_violations(CLASSIC, pre, a, post, cfg, ids)
-
-
-def expected_ids(cfg: ClassicConfig) -> frozenset[str]:
-    return frozenset(i.id for i in CLASSIC if i.expected(cfg))

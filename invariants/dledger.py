@@ -6,9 +6,9 @@ reference/known-bugs.md) and what the broker on top promises consumers (I3, I8).
 
 from __future__ import annotations
 
-from rmqcheck.model.dledger import LEADER, Action, DLedgerConfig, DState, message_entries
+from rmqcheck.model.dledger import LEADER, DLedgerConfig, DState, message_entries
 
-from .catalogue import Invariant, Violation, state_violations, step_violations
+from .catalogue import Invariant
 
 
 def election_safety(s: DState, cfg: DLedgerConfig) -> list[str]:
@@ -111,16 +111,3 @@ DLEDGER: tuple[Invariant, ...] = (
 )
 DLEDGER_BY_ID = {inv.id: inv for inv in DLEDGER}
 
-
-def check_state(s: DState, cfg: DLedgerConfig, ids: frozenset[str] | None = None) -> list[Violation]:
-    return state_violations(DLEDGER, s, cfg, ids)
-
-
-def check_transition(
-    pre: DState, a: Action, post: DState, cfg: DLedgerConfig, ids: frozenset[str] | None = None
-) -> list[Violation]:
-    return step_violations(DLEDGER, pre, a, post, cfg, ids)
-
-
-def expected_ids(cfg: DLedgerConfig) -> frozenset[str]:
-    return frozenset(i.id for i in DLEDGER if i.expected(cfg))

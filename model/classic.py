@@ -15,11 +15,13 @@ of a SYNC put (FLUSH_SLAVE_TIMEOUT) may fire whenever the put is still waiting.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from . import commitlog as cl
 from .commitlog import CommitLog, Message
+from . import table
 from .step import NotEnabled
+from .table import Rule
 
 SYNC_MASTER = "SYNC_MASTER"
 ASYNC_MASTER = "ASYNC_MASTER"
@@ -324,12 +326,6 @@ def rule_restart(s: ClassicState, cfg: ClassicConfig, node: int) -> ClassicState
     return s.with_node(n._replace(up=True))
 
 
-class Rule(NamedTuple):
-    apply: Callable[..., ClassicState]
-    args: Callable[[ClassicState, ClassicConfig], list[tuple]]
-    fault: bool = False
-
-
 def _slaves(s: ClassicState, cfg: ClassicConfig) -> list[tuple]:
     return [(i,) for i in range(1, cfg.brokers)]
 
@@ -366,18 +362,8 @@ def arg_names(kind: str) -> tuple[str, ...]:
 
 
 def step(s: ClassicState, action: Action, cfg: ClassicConfig) -> ClassicState:
-    rule = RULES.get(action[0])
-    if rule is None:
-        raise NotEnabled
-    return rule.apply(s, cfg, *action[1:])
+    return table.step(RULES, s, action, cfg)
 
 
 def successors(s: ClassicState, cfg: ClassicConfig) -> list[tuple[Action, ClassicState]]:
-    out = []
-    for kind, rule in RULES.items():
-        for args in rule.args(s, cfg):
-            try:
-                out.append(((kind, *args), rule.apply(s, cfg, *args)))
-            except NotEnabled:
-                pass
-    return out
+    return table.successors(RULES, s, cfg)

@@ -25,9 +25,12 @@ raises NotEnabled; `successors` lists what is enabled.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
+from . import table
+from .epochfile import IntOps
 from .step import NotEnabled
+from .table import Rule
 
 FOLLOWER, CANDIDATE, LEADER = "FOLLOWER", "CANDIDATE", "LEADER"
 NONE = -1  # no vote, no leader
@@ -411,12 +414,6 @@ def rule_restart(s: DState, cfg: DLedgerConfig, n: int) -> DState:
     return s.with_member(m._replace(up=True, end_term=m.log[-1].term if m.log else -1))
 
 
-class Rule(NamedTuple):
-    apply: Callable[..., DState]
-    args: Callable[[DState, DLedgerConfig], list[tuple]]
-    fault: bool = False
-
-
 def _each(s: DState, cfg: DLedgerConfig) -> list[tuple]:
     return [(i,) for i in range(cfg.nodes)]
 
@@ -447,21 +444,11 @@ def arg_names(kind: str) -> tuple[str, ...]:
 
 
 def step(s: DState, action: Action, cfg: DLedgerConfig) -> DState:
-    rule = RULES.get(action[0])
-    if rule is None:
-        raise NotEnabled
-    return rule.apply(s, cfg, *action[1:])
+    return table.step(RULES, s, action, cfg)
 
 
 def successors(s: DState, cfg: DLedgerConfig) -> list[tuple[Action, DState]]:
-    out = []
-    for kind, rule in RULES.items():
-        for args in rule.args(s, cfg):
-            try:
-                out.append(((kind, *args), rule.apply(s, cfg, *args)))
-            except NotEnabled:
-                pass
-    return out
+    return table.successors(RULES, s, cfg)
 
 
 # --- DLedgerCommitLog offset mapping (seed 000; proved in checkers/dledger_proofs.py) ----------
@@ -470,18 +457,11 @@ BODY_OFFSET = 48  # DLedgerEntry.BODY_OFFSET: HEADER_SIZE (44) + the body length
 MIN_BLANK_LEN = 8  # MmapFileList.MIN_BLANK_LEN: magic code + size of a blank filler
 
 
-class PyOps:
-    """Integer arithmetic for `entry_position`; checkers/dledger_proofs.py passes Z3 terms."""
-
-    @staticmethod
-    def ite(c: bool, a: Any, b: Any) -> Any:
-        return a if c else b
-
-
-def entry_position(wrote: Any, size: Any, file_size: Any, blank: Any = MIN_BLANK_LEN, ops: Any = PyOps) -> Any:
+def entry_position(wrote: Any, size: Any, file_size: Any, blank: Any = MIN_BLANK_LEN, ops: Any = IntOps) -> Any:
     """`MmapFileList.preAppend(len, useBlank=true)`: an entry goes at the write position unless
     it and a blank filler's room do not fit in the rest of the file; then the rest of the file
-    becomes one blank record and the entry starts the next file."""
+    becomes one blank record and the entry starts the next file. `ops` gives `ite`: on integers
+    here, on Z3 terms in checkers/dledger_proofs.py."""
     room = file_size - wrote % file_size
     return ops.ite(size + blank > room, wrote + room, wrote)
 

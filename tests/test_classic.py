@@ -134,7 +134,9 @@ def classic_machine(cfg: ClassicConfig, ids: frozenset[str]):
     from hypothesis import strategies as st
     from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-    from rmqcheck.invariants.classic import check_state, check_transition
+    from rmqcheck.checkers.modes import MODES
+
+    check_state, check_transition = MODES["classic"].check_state, MODES["classic"].check_transition
 
     class Classic(RuleBasedStateMachine):
         def __init__(self):

@@ -1,0 +1,32 @@
+"""A transition table (h11 style) for the modes beside controller mode: each action kind names
+its rule and the arguments it can take; `step` and `successors` read the table."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+from .step import NotEnabled
+
+
+class Rule(NamedTuple):
+    apply: Callable[..., Any]  # (state, cfg, *args) -> next state, or raises NotEnabled
+    args: Callable[[Any, Any], list[tuple]]  # (state, cfg) -> the argument tuples to try
+    fault: bool = False
+
+
+def step(rules: dict[str, Rule], s: Any, action: tuple, cfg: Any) -> Any:
+    rule = rules.get(action[0])
+    if rule is None:
+        raise NotEnabled
+    return rule.apply(s, cfg, *action[1:])
+
+
+def successors(rules: dict[str, Rule], s: Any, cfg: Any) -> list[tuple[tuple, Any]]:
+    out = []
+    for kind, rule in rules.items():
+        for args in rule.args(s, cfg):
+            try:
+                out.append(((kind, *args), rule.apply(s, cfg, *args)))
+            except NotEnabled:
+                pass
+    return out
