@@ -23,13 +23,14 @@ from rmqcheck.invariants.catalogue import BY_ID, Violation, check_state, check_t
 from rmqcheck.model import dledger
 from rmqcheck.model.classic import ClassicConfig
 from rmqcheck.model.dledger import DLedgerConfig
+from rmqcheck.model.recovery import RecoveryConfig
 from rmqcheck.model.abstraction import canonical_key, symmetries, timeless
 from rmqcheck.model.config import NO_FAULTS, SYNC_FLUSH, Config, FaultBudget
 from rmqcheck.model.step import Action, initial_state, successors
 from rmqcheck.model.world import State
 
 from .coverage import ActionCounts, Coverage
-from .modes import MODES, Mode
+from .modes import MODES, Mode, mode_for
 
 
 class Bounds(NamedTuple):
@@ -126,6 +127,29 @@ DLEDGER: dict[str, tuple[DLedgerConfig, str]] = {
     ),
 }
 
+# Store crash recovery (model/recovery.py): 2-byte commit-log files, messages of 1 and 2 bytes
+# (so a file can end in a BLANK), 1 crash (any page-cache loss), 1 clean shutdown.
+RECOVERY: dict[str, tuple[RecoveryConfig, str]] = {
+    "recovery": (
+        RecoveryConfig(message_sizes=(1, 2), max_time=3, bugs=frozenset()),
+        "store recovery, intended (logicsMsgTimestamp of flushed entries, #10073; no dispatch in normal "
+        "recovery): ASYNC_FLUSH, 3 messages of 1-2 bytes in 2-byte files, 3 ticks, 1 crash, 1 clean shutdown",
+    ),
+    "recovery-snapshot": (
+        RecoveryConfig(message_sizes=(1, 2), max_time=3),
+        "store recovery as the snapshot writes it: ASYNC_FLUSH, 3 messages of 1-2 bytes in 2-byte files, "
+        "3 ticks, 1 crash, 1 clean shutdown",
+    ),
+    "recovery-controller": (
+        RecoveryConfig(controller_mode=True, max_time=0),
+        "a controller-mode slave's store as the snapshot writes it: dispatch up to confirmOffset, "
+        "3 one-byte messages in 2-byte files, 1 crash, 1 clean shutdown",
+    ),
+}
+
+# Every named configuration of the other modes.
+MODE_CONFIGS: dict[str, tuple[Any, str]] = {**CLASSIC, **DLEDGER, **RECOVERY}
+
 
 class Hit(NamedTuple):
     """The first (so shortest) violation of one invariant."""
@@ -201,7 +225,7 @@ def controller_space(cfg: Config, bounds: Bounds) -> Space:
 
 
 def mode_space(mode: Mode, cfg: Any, max_depth: int | None = None, key: Callable = hash) -> Space:
-    """Classic HA or DLedger mode (checkers/modes.py): finite by the configuration's budgets."""
+    """Classic HA, DLedger or store recovery (checkers/modes.py): finite by the configuration's budgets."""
     return Space(
         mode.initial_state(cfg),
         lambda s: mode.successors(s, cfg),
@@ -217,21 +241,21 @@ def mode_space(mode: Mode, cfg: Any, max_depth: int | None = None, key: Callable
 class Explorer:
     def __init__(
         self,
-        cfg: Config | ClassicConfig | DLedgerConfig,
+        cfg: Config | ClassicConfig | DLedgerConfig | RecoveryConfig,
         bounds: Bounds = Bounds(),
         invariants: Iterable[str] | None = None,
     ):
         self.cfg = cfg
         self.bounds = bounds
-        if isinstance(cfg, ClassicConfig):
-            self.space = mode_space(MODES["classic"], cfg, bounds.max_depth)
+        if isinstance(cfg, Config):
+            self.space = controller_space(cfg, bounds)
         elif isinstance(cfg, DLedgerConfig):
             # members are interchangeable: a state is stored once for all renamings
             perms = list(itertools.permutations(range(cfg.nodes)))
             key = (lambda s: dledger.symmetric_key(s, perms)) if bounds.symmetry else hash
             self.space = mode_space(MODES["dledger"], cfg, bounds.max_depth, key)
         else:
-            self.space = controller_space(cfg, bounds)
+            self.space = mode_space(mode_for(cfg), cfg, bounds.max_depth)
         self.targets = self.space.invariants if invariants is None else frozenset(invariants)
         self.key = self.space.key
         self.parent = array("q")

@@ -18,8 +18,9 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from rmqcheck.invariants import classic as classic_invariants
 from rmqcheck.invariants import dledger as dledger_invariants
+from rmqcheck.invariants import recovery as recovery_invariants
 from rmqcheck.invariants.catalogue import Invariant, Violation, state_violations, step_violations
-from rmqcheck.model import classic, dledger
+from rmqcheck.model import classic, dledger, recovery
 from rmqcheck.model.step import NotEnabled
 
 from .counterexample import CounterexampleError
@@ -60,7 +61,18 @@ MODES: dict[str, Mode] = {
         dledger.arg_names, dledger_invariants.DLEDGER, dledger.TOGGLE_NAMES, dledger.SNAPSHOT,
         "openmessaging/dledger dledger-all-0.3.1.2 under apache/rocketmq 8fc57f1468",
     ),
+    "recovery": Mode(
+        "recovery", recovery.RecoveryConfig, recovery.validate, recovery.initial_state, recovery.step,
+        recovery.successors, recovery.RULES,
+        recovery.arg_names, recovery_invariants.RECOVERY, recovery.TOGGLE_NAMES, recovery.SNAPSHOT,
+        "apache/rocketmq 8fc57f1468 DefaultMessageStore load/recover, CommitLog, StoreCheckpoint",
+    ),
 }
+
+
+def mode_for(cfg: Any) -> Mode:
+    """The mode whose configuration type `cfg` is."""
+    return next(m for m in MODES.values() if isinstance(cfg, m.config))
 
 
 class Scenario(NamedTuple):

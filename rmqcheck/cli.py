@@ -183,7 +183,7 @@ def _hunt_walk(cfg: Config, targets, args, label: str) -> Finding | None:
 
 
 def cmd_explore(args) -> int:
-    if args.config in explore.CLASSIC or args.config in explore.DLEDGER:
+    if args.config in explore.MODE_CONFIGS:
         return _explore_mode(args)
     if args.config in explore.STANDARD:
         std = explore.STANDARD[args.config]
@@ -237,11 +237,11 @@ def cmd_explore(args) -> int:
 
 
 def _explore_mode(args) -> int:
-    """Classic HA or DLedger mode: the whole space its budgets bound, a verdict per invariant,
-    and a scenario file (`rmqcheck replay`) per violated one."""
-    name = "classic" if args.config in explore.CLASSIC else "dledger"
-    mode = modes.MODES[name]
-    cfg, description = (explore.CLASSIC if name == "classic" else explore.DLEDGER)[args.config]
+    """Classic HA, DLedger or store recovery: the whole space its budgets bound, a verdict per
+    invariant, and a scenario file (`rmqcheck replay`) per violated one."""
+    cfg, description = explore.MODE_CONFIGS[args.config]
+    mode = modes.mode_for(cfg)
+    name = mode.name
     toggles = set(args.bug or ())
     unknown = sorted(toggles - mode.toggles)
     if unknown:
@@ -420,7 +420,7 @@ def _replay_truncation(cx: Counterexample, where: str) -> bool:
 
 
 def _replay_mode(path: str) -> int:
-    """A classic-HA or DLedger scenario: every step with what it changed and the violations."""
+    """A classic-HA, DLedger or recovery scenario: every step with what it changed and the violations."""
     sc = modes.read(path)
     try:
         r = modes.replay(sc.mode, sc.config, sc.actions)
@@ -729,7 +729,7 @@ def parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("explore", help="exhaustive breadth-first exploration of a bounded configuration")
     e.add_argument(
-        "--config", default="std2", help=f"standard ({', '.join([*explore.STANDARD, *explore.CLASSIC, *explore.DLEDGER])}), named or JSON file"
+        "--config", default="std2", help=f"standard ({', '.join([*explore.STANDARD, *explore.MODE_CONFIGS])}), named or JSON file"
     )
     e.add_argument("--budget", type=_budget, default=None, help="seconds (default: until exhausted)")
     e.add_argument("--messages", type=int, help="override max_messages")
