@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -176,16 +175,3 @@ def test_hypothesis_finds_the_inflated_ack_and_passes_without_it():
     _run_machine(SAFE, frozenset({"C1", "C2", "C3"}), 200)
     with pytest.raises(AssertionError, match="C3"):
         _run_machine(TAIL_LOSS._replace(max_messages=1, bugs=frozenset({"ack_beyond_master_max"})), frozenset({"C3"}), 2000)
-
-
-CLASSIC_SCENARIOS = sorted((Path(__file__).parent.parent / "scenarios" / "classic").glob("*.scn"))
-
-
-@pytest.mark.parametrize("path", CLASSIC_SCENARIOS, ids=[p.stem for p in CLASSIC_SCENARIOS])
-def test_classic_scenarios_reproduce_with_their_toggle_only(path):
-    from rmqcheck.checkers import modes
-
-    sc = modes.read(path)
-    assert sc.config.bugs == {path.stem}
-    assert modes.replay(sc.mode, sc.config, sc.actions).first(sc.invariant)[0] == len(sc.actions)
-    assert modes.replay(sc.mode, sc.config._replace(bugs=frozenset()), sc.actions).first() is None

@@ -10,7 +10,6 @@ import pytest
 from rmqcheck.checkers import dledger_proofs, explore, modes
 from rmqcheck.checkers.counterexample import CounterexampleError
 from rmqcheck.cli import main
-from rmqcheck.invariants import dledger as inv
 from rmqcheck.model import dledger as dl
 from rmqcheck.model.step import NotEnabled
 
@@ -85,31 +84,6 @@ def test_symmetric_key_identifies_renamed_states():
     perms = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
     assert dl.symmetric_key(a, perms) == dl.symmetric_key(b, perms)
     assert hash(a) != hash(b)
-
-
-SCENARIO_FILES = sorted(SCENARIOS.glob("*.scn"))
-
-
-@pytest.mark.parametrize("path", SCENARIO_FILES, ids=[p.stem for p in SCENARIO_FILES])
-def test_each_scenario_reproduces_with_its_toggle_and_not_without(path):
-    sc = modes.read(path)
-    r = modes.replay(sc.mode, sc.config, sc.actions)
-    assert r.first(sc.invariant) is not None
-    assert r.first(sc.invariant)[0] == len(sc.actions), "the scenario should end at its violation"
-    try:
-        clean = modes.replay(sc.mode, sc.config._replace(bugs=frozenset()), sc.actions)
-    except CounterexampleError:
-        return  # without the toggle the run cannot even be taken
-    assert clean.first() is None
-
-
-def test_every_invariant_is_caught_by_some_toggle():
-    caught = {modes.read(p).invariant for p in SCENARIO_FILES}
-    assert caught == set(inv.DLEDGER_BY_ID)
-
-
-def test_every_toggle_has_a_scenario():
-    assert {p.stem.split("--")[0] for p in SCENARIO_FILES} == dl.TOGGLE_NAMES
 
 
 def test_scenario_text_round_trips():

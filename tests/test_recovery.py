@@ -10,12 +10,10 @@ import pytest
 from rmqcheck.checkers import modes
 from rmqcheck.checkers.counterexample import CounterexampleError
 from rmqcheck.checkers.explore import RECOVERY, Bounds, Explorer
-from rmqcheck.invariants.recovery import RECOVERY_BY_ID
 from rmqcheck.model import recovery as rc
 from rmqcheck.model.recovery import BLANK, RecoveryConfig
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios" / "recovery"
-SCENARIO_FILES = sorted(SCENARIOS.glob("*.scn"))
 INTENDED = RecoveryConfig(bugs=frozenset())
 MODE = modes.MODES["recovery"]
 
@@ -93,27 +91,6 @@ def test_a_clean_shutdown_with_dispatch_behind_keeps_the_abort_file():
 
 
 # --- scenarios -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("path", SCENARIO_FILES, ids=[p.stem for p in SCENARIO_FILES])
-def test_each_scenario_reproduces_with_its_toggle_and_not_without(path):
-    sc = modes.read(path)
-    r = modes.replay(sc.mode, sc.config, sc.actions)
-    assert r.first(sc.invariant) is not None
-    assert r.first(sc.invariant)[0] == len(sc.actions), "the scenario should end at its violation"
-    try:
-        clean = modes.replay(sc.mode, sc.config._replace(bugs=frozenset()), sc.actions)
-    except CounterexampleError:
-        return
-    assert clean.first() is None
-
-
-def test_every_invariant_is_caught_by_some_toggle():
-    assert {modes.read(p).invariant for p in SCENARIO_FILES} == set(RECOVERY_BY_ID)
-
-
-def test_every_toggle_has_a_scenario():
-    assert {p.stem.split("--")[0] for p in SCENARIO_FILES} == rc.TOGGLE_NAMES
 
 
 def test_a_bad_recovery_scenario_names_the_file_and_line(tmp_path):
