@@ -21,7 +21,7 @@ from . import commitlog as cl
 from .commitlog import CommitLog, Message
 from . import table
 from .step import NotEnabled
-from .table import Rule
+from .table import Rule, Toggle, check_toggles
 
 SYNC_MASTER = "SYNC_MASTER"
 ASYNC_MASTER = "ASYNC_MASTER"
@@ -30,15 +30,8 @@ MASTER = 0
 HOLE = 0  # a cell a slave never received (no message id is 0)
 
 
-class ClassicToggle(NamedTuple):
-    name: str
-    source: str
-    summary: str
-    in_snapshot: bool
-
-
-TOGGLES: tuple[ClassicToggle, ...] = (
-    ClassicToggle(
+TOGGLES: tuple[Toggle, ...] = (
+    Toggle(
         "ack_beyond_master_max",
         "apache/rocketmq#3015, PR #3016, fix 84cde5f5be (4.9.3 HAConnection); not in the 5.x DefaultHAConnection",
         "The master takes a slave's reported offset as its ack even beyond the master's own max offset (a "
@@ -46,7 +39,7 @@ TOGGLES: tuple[ClassicToggle, ...] = (
         "unreplicated. The 4.9.3 fix did not carry over when 5.0 rewrote HAConnection as DefaultHAConnection.",
         True,
     ),
-    ClassicToggle(
+    Toggle(
         "ack_check_skips_first_report",
         "the form of fix 84cde5f5be: an `else if` after `slaveRequestOffset < 0`",
         "The check added by #3016 runs only on reports after the first, and the first report of every "
@@ -84,9 +77,7 @@ def validate(cfg: ClassicConfig) -> ClassicConfig:
         raise ValueError(f"slaves must be between 1 and 3, got {cfg.slaves}")
     if cfg.role not in (SYNC_MASTER, ASYNC_MASTER):
         raise ValueError(f"role must be {SYNC_MASTER} or {ASYNC_MASTER}, got {cfg.role!r}")
-    unknown = sorted(cfg.bugs - TOGGLE_NAMES)
-    if unknown:
-        raise ValueError(f"unknown classic toggle(s) {unknown}; known: {sorted(TOGGLE_NAMES)}")
+    check_toggles(cfg.bugs, TOGGLE_NAMES, "classic")
     return cfg
 
 

@@ -30,22 +30,15 @@ from typing import Any, NamedTuple
 from . import table
 from .epochfile import IntOps
 from .step import NotEnabled
-from .table import Rule
+from .table import Rule, Toggle, check_toggles
 
 FOLLOWER, CANDIDATE, LEADER = "FOLLOWER", "CANDIDATE", "LEADER"
 NONE = -1  # no vote, no leader
 COMPARE = -2  # EntryDispatcher state COMPARE: the match with this follower is not known
 
 
-class DLedgerToggle(NamedTuple):
-    name: str
-    source: str
-    summary: str
-    in_snapshot: bool
-
-
-TOGGLES: tuple[DLedgerToggle, ...] = (
-    DLedgerToggle(
+TOGGLES: tuple[Toggle, ...] = (
+    Toggle(
         "replica_counted_in_leader_term",
         "dledger-all-0.3.1.2 DLedgerEntryPusher: changeState(APPEND) and the APPEND response call "
         "updatePeerWaterMark(leader term, ...); changed by dledger 93d6ff1 (PR #298) to the entry's term",
@@ -54,28 +47,28 @@ TOGGLES: tuple[DLedgerToggle, ...] = (
         "section 5.4.2, Figure 8): a node with a later last term can still win and overwrite them.",
         True,
     ),
-    DLedgerToggle(
+    Toggle(
         "follower_last_log_term_is_currTerm",
         "A4: DLedger #52 / PR #53 (fix b584267), apache/rocketmq #2178",
         "appendAsFollower records memberState.currTerm() as ledgerEndTerm, not the entry's term: a "
         "lagging follower whose term rose looks up to date and wins votes against longer logs.",
         False,
     ),
-    DLedgerToggle(
+    Toggle(
         "follower_commit_unclamped",
         "A10: DLedger #278 (fix b33b41f) and #316 (fix 93d6ff1)",
         "The follower sets committedIndex to the leader's commit index even beyond its own verified "
         "ledger end.",
         False,
     ),
-    DLedgerToggle(
+    Toggle(
         "dispatch_uncommitted",
         "A15: apache/rocketmq 5ce20e8a37 (DLedgerCommitLog.getMaxOffset returned maxWrotePosition)",
         "The reput service dispatches written but uncommitted entries to the consume queue, so "
         "consumers read entries a new leader may truncate.",
         False,
     ),
-    DLedgerToggle(
+    Toggle(
         "master_before_caught_up",
         "A15: apache/rocketmq 5ce20e8a37 (DLedgerRoleChangeHandler waits for ledgerEnd == committed "
         "and dispatchBehindBytes() == 0); #3747 asked to drop the wait",
@@ -86,14 +79,14 @@ TOGGLES: tuple[DLedgerToggle, ...] = (
 )
 # Harness mutants, not known bugs: no known toggle breaks these Raft properties, so each gets
 # one to show its invariant can fail (D1, D2).
-MUTANTS: tuple[DLedgerToggle, ...] = (
-    DLedgerToggle(
+MUTANTS: tuple[Toggle, ...] = (
+    Toggle(
         "vote_ignores_voted_for",
         "harness mutant (no known bug): handleVote without the currVoteFor check",
         "A member grants every candidate of its term, so two candidates can both win it.",
         False,
     ),
-    DLedgerToggle(
+    Toggle(
         "compare_trusts_follower_end",
         "harness mutant (no known bug): doCompare takes the shorter end as the match without comparing",
         "The leader appends after entries the follower holds from another leader.",
@@ -125,9 +118,7 @@ def validate(cfg: DLedgerConfig) -> DLedgerConfig:
         raise ValueError(f"nodes must be between 2 and 5, got {cfg.nodes}")
     if cfg.max_term < 1:
         raise ValueError(f"max_term must be at least 1, got {cfg.max_term}")
-    unknown = sorted(cfg.bugs - TOGGLE_NAMES)
-    if unknown:
-        raise ValueError(f"unknown DLedger toggle(s) {unknown}; known: {sorted(TOGGLE_NAMES)}")
+    check_toggles(cfg.bugs, TOGGLE_NAMES, "DLedger")
     return cfg
 
 

@@ -42,20 +42,13 @@ from . import commitlog as cl
 from . import table
 from .commitlog import Message
 from .step import NotEnabled
-from .table import Rule
+from .table import Rule, Toggle, check_toggles
 
 BLANK = -1  # a cell of the BLANK record at a file's end (no message cell is negative)
 
 
-class RecoveryToggle(NamedTuple):
-    name: str
-    source: str
-    summary: str
-    in_snapshot: bool
-
-
-TOGGLES: tuple[RecoveryToggle, ...] = (
-    RecoveryToggle(
+TOGGLES: tuple[Toggle, ...] = (
+    Toggle(
         "checkpoint_logics_at_dispatch",
         "apache/rocketmq#678 (2019), #1434, #10073 (2026, after the snapshot): ConsumeQueue."
         "putMessagePositionInfoWrapper sets logicsMsgTimestamp when an entry is written, not flushed",
@@ -66,7 +59,7 @@ TOGGLES: tuple[RecoveryToggle, ...] = (
         "dispatched again and consumers cannot reach them.",
         True,
     ),
-    RecoveryToggle(
+    Toggle(
         "checkpoint_no_margin",
         "before 0f8f5899fb (2014, alibaba/RocketMQ#467): StoreCheckpoint.getMinTimestamp without the 3 s back-off",
         "Recovery starts from the last file whose first message is no later than min(physic, logics) "
@@ -74,7 +67,7 @@ TOGGLES: tuple[RecoveryToggle, ...] = (
         "file, and not yet in the flushed consume queue, is skipped.",
         False,
     ),
-    RecoveryToggle(
+    Toggle(
         "normal_recovery_dispatches_after_cq_end",
         "9d9431dc1c (apache/rocketmq#9256, 2025-06, in the snapshot): recoverNormally's "
         "doDispatch = commitLogOffset > dispatchFromPhyOffset",
@@ -85,7 +78,7 @@ TOGGLES: tuple[RecoveryToggle, ...] = (
         "with that message missing from its consume queue. Before #9256 normal recovery did not dispatch.",
         True,
     ),
-    RecoveryToggle(
+    Toggle(
         "recovery_keeps_dirty_cq",
         "harness mutant: drop truncateDirtyLogicFiles from recovery (PR #501, 2018, added it to "
         "recoverNormally; recoverAbnormally always had it)",
@@ -93,14 +86,14 @@ TOGGLES: tuple[RecoveryToggle, ...] = (
         "recovery and point at bytes that are not there, later at other messages.",
         False,
     ),
-    RecoveryToggle(
+    Toggle(
         "blank_ends_recovery",
         "harness mutant: the size-0 (BLANK, end of file) case of the recovery scan read as the end of data",
         "Recovery stops at the first file's padding and truncates every later file, flushed messages "
         "included.",
         False,
     ),
-    RecoveryToggle(
+    Toggle(
         "recovery_keeps_torn_tail",
         "harness mutant: drop mappedFileQueue.truncateDirtyFiles(processOffset) from recovery",
         "A torn message stays at the end of the log, the next message is appended after it, and the "
@@ -138,9 +131,7 @@ def validate(cfg: RecoveryConfig) -> RecoveryConfig:
         raise ValueError(f"message sizes must be below {1 << cl.PART_BITS}")
     if not 1 <= cfg.queues <= 3 or cfg.index_entries < 1:
         raise ValueError("queues must be 1-3 and index_entries at least 1")
-    unknown = sorted(cfg.bugs - TOGGLE_NAMES)
-    if unknown:
-        raise ValueError(f"unknown recovery toggle(s) {unknown}; known: {sorted(TOGGLE_NAMES)}")
+    check_toggles(cfg.bugs, TOGGLE_NAMES, "recovery")
     return cfg
 
 
@@ -243,6 +234,15 @@ def whole_messages(s: RState) -> tuple[Message, ...]:
 # --- dispatch: consume queue, index, checkpoint timestamps ---------------------------------
 
 
+def _flush_queues(s: RState) -> RState:
+    return s._replace(queues=tuple(q._replace(flushed=len(q.ids)) for q in s.queues))
+
+
+def _max_end(s: RState, ids: tuple[int, ...]) -> int:
+    """maxPhysicOffset of a consume queue holding `ids`: the last entry's end, -1 if empty."""
+    return s.msgs[ids[-1] - 1].end if ids else -1
+
+
 def put_position(q: Queue, m: Message) -> Queue:
     """`ConsumeQueue.putMessagePositionInfo`: skip a message already covered (end <= maxPhysicOffset,
     or a queue offset below the current one); an empty queue starts at the message's queue offset
@@ -324,12 +324,16 @@ def rule_tick(s: RState, cfg: RecoveryConfig) -> RState:
     return s._replace(now=s.now + 1)
 
 
+def flush_log(s: RState) -> RState:
+    """Flush the commit log, then physicMsgTimestamp := the store timestamp of the last message written."""
+    return _with_flushed(s, max_phy(s))._replace(ckpt=s.ckpt._replace(phys=s.stamps[-1]))
+
+
 def rule_flush_log(s: RState, cfg: RecoveryConfig) -> RState:
-    """FlushRealTimeService (ASYNC_FLUSH): flush, then physicMsgTimestamp := the store
-    timestamp of the last message written."""
+    """FlushRealTimeService (ASYNC_FLUSH)."""
     if not s.up or s.flushed >= max_phy(s):
         raise NotEnabled
-    return _with_flushed(s, max_phy(s))._replace(ckpt=s.ckpt._replace(phys=s.stamps[-1]))
+    return flush_log(s)
 
 
 def rule_dispatch(s: RState, cfg: RecoveryConfig) -> RState:
@@ -349,7 +353,7 @@ def flush_consume_queues(s: RState, cfg: RecoveryConfig) -> RState:
     """FlushConsumeQueueService's thorough flush: read logicsMsgTimestamp, flush every queue,
     set logicsMsgTimestamp back to what was read, flush the checkpoint. The #10073 fix reads the
     in-memory latest (logicsMsgTempTimestamp) instead, so the disk value covers only flushed entries."""
-    s = s._replace(queues=tuple(q._replace(flushed=len(q.ids)) for q in s.queues))
+    s = _flush_queues(s)
     if not cfg.has("checkpoint_logics_at_dispatch"):
         s = s._replace(ckpt=s.ckpt._replace(logics=s.cq_latest))
     return _flush_checkpoint(s)
@@ -389,7 +393,7 @@ def rule_shutdown(s: RState, cfg: RecoveryConfig) -> RState:
         raise NotEnabled
     behind = confirm_offset(s, cfg) > s.reput
     if s.stamps and s.flushed < max_phy(s):
-        s = _with_flushed(s, max_phy(s))._replace(ckpt=s.ckpt._replace(phys=s.stamps[-1]))
+        s = flush_log(s)
     s = flush_consume_queues(s, cfg)._replace(index_flushed=len(s.index))
     return s._replace(up=False, abort=behind, shutdowns=s.shutdowns + 1, ckpt=s.disk)
 
@@ -420,7 +424,7 @@ def rule_restart(s: RState, cfg: RecoveryConfig) -> RState:
 
 def _recover_queue(q: Queue, s: RState) -> Queue:
     """`ConsumeQueue.recover`: every surviving entry is valid; maxPhysicOffset is the last one's end."""
-    return q._replace(flushed=len(q.ids), max_end=s.msgs[q.ids[-1] - 1].end if q.ids else -1)
+    return q._replace(flushed=len(q.ids), max_end=_max_end(s, q.ids))
 
 
 def load_index(s: RState, clean: bool, cfg: RecoveryConfig) -> RState:
@@ -480,7 +484,7 @@ def _truncate(s: RState, end: int, cfg: RecoveryConfig) -> RState:
         for q in s.queues:
             ids = tuple(i for i in q.ids if s.msgs[i - 1].offset < end)
             queues.append(q._replace(ids=ids, flushed=min(q.flushed, len(ids)),
-                                     max_end=s.msgs[ids[-1] - 1].end if ids else -1))
+                                     max_end=_max_end(s, ids)))
         s = s._replace(queues=tuple(queues))
     cells = s.cells if cfg.has("recovery_keeps_torn_tail") else s.cells[:end]
     return _with_flushed(s._replace(cells=cells), end)
@@ -536,7 +540,7 @@ def recover_abnormally(s: RState, cfg: RecoveryConfig) -> RState:
         if not cfg.controller_mode or m.end <= s.confirm:
             s = dispatch(s, m, cfg)
             last_confirmed = m.end
-    s = s._replace(queues=tuple(q._replace(flushed=len(q.ids)) for q in s.queues))  # getQueueStore().flush()
+    s = _flush_queues(s)  # getQueueStore().flush()
     return _truncate(_clamp_confirm(s, last_confirmed, cfg), found.end, cfg)
 
 

@@ -8,6 +8,21 @@ from typing import Any, Callable, NamedTuple
 from .step import NotEnabled
 
 
+class Toggle(NamedTuple):
+    """A bug toggle of one of these modes: what it stands for and whether the snapshot has it."""
+
+    name: str
+    source: str
+    summary: str
+    in_snapshot: bool
+
+
+def check_toggles(bugs: frozenset[str], known: frozenset[str], mode: str) -> None:
+    unknown = sorted(bugs - known)
+    if unknown:
+        raise ValueError(f"unknown {mode} toggle(s) {unknown}; known: {sorted(known)}")
+
+
 class Rule(NamedTuple):
     apply: Callable[..., Any]  # (state, cfg, *args) -> next state, or raises NotEnabled
     args: Callable[[Any, Any], list[tuple]]  # (state, cfg) -> the argument tuples to try
