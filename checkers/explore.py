@@ -437,5 +437,21 @@ def hunt(
         tried.append((scope, bounds, result))
         hit = next((h for h in result.hits.values() if h.invariant in targets), None)
         if hit is not None:
-            return ScopedHit(scope, bounds, hit, result), tried
+            found = ScopedHit(scope, bounds, hit, result)
+            if i < len(plan) - 1:
+                found = _shorter_in_whole(found, plan[-1], targets, budget - (time.perf_counter() - start), tried)
+            return found, tried
     return None, tried
+
+
+def _shorter_in_whole(found: ScopedHit, whole: tuple[Config, Bounds], targets: frozenset[str], left: float,
+                      tried: list) -> ScopedHit:
+    """A small scope's counterexample is shortest within that scope only: a fault it leaves out
+    may give a shorter one. Explore the whole configuration up to one step less, for at most as
+    long as finding took (10 s at least), and keep what it finds."""
+    spent = sum(r.seconds for _, _, r in tried)
+    scope, bounds = whole[0], whole[1]._replace(max_depth=len(found.hit.actions) - 1)
+    result = Explorer(scope, bounds, targets).run(min(left, max(spent, 10.0)), stop_on=targets)
+    tried.append((scope, bounds, result))
+    hit = next((h for h in result.hits.values() if h.invariant in targets), None)
+    return found if hit is None else ScopedHit(scope, bounds, hit, result)

@@ -171,6 +171,24 @@ def i3b_consumer_offsets_truncated(pre: State, action: Action, post: State, cfg:
     return out
 
 
+# --- I11 -------------------------------------------------------------------------------------
+
+
+def i11_no_skipped_message(s: State, cfg: Config) -> list[str]:
+    m = confirmed_master(s)
+    if m is None:
+        return []
+    read = {r.msg for r in s.reads}
+    out = []
+    for q, queue in enumerate(m.cq):
+        for who, pos in ((f"master {m.id}'s committed offset", m.consumer_offsets[q]), ("the consumer", s.consumer[q])):
+            unread = [i for i in queue[: max(pos, 0)] if i not in read]
+            if unread:
+                msg = s.msgs[unread[0] - 1]
+                out.append(f"{who} {pos} in queue {q} is past {_describe(msg)}, which no consumer read")
+    return out
+
+
 # --- I4 --------------------------------------------------------------------------------------
 
 
@@ -473,6 +491,16 @@ CATALOGUE: tuple[Invariant, ...] = (
         _always,
         "always",
         check_step=i10_write_authority,
+    ),
+    Invariant(
+        "I11",
+        "no_skipped_message",
+        "Seed 003's promise for consumer offsets: they may go back (duplicates) but never forward past "
+        "an unread message. Every message the confirmed master's consume queue holds below its "
+        "committed offset, or below the consumer's in-memory offset, was read.",
+        durable,
+        DURABLE_WHEN,
+        check=i11_no_skipped_message,
     ),
 )
 

@@ -32,7 +32,7 @@ assert Conn._fields[-1] == "last_transfer_time"
 assert PendingPut._fields.index("deadline") == 2
 assert LiveInfo._fields[0] == "last_update"
 assert Controller._fields[2] == "live"
-assert State._fields == ("now", "brokers", "ctrl", "cut", "msgs", "sends", "reads", "used", "ran")
+assert State._fields == ("now", "brokers", "ctrl", "cut", "msgs", "sends", "reads", "used", "ran", "consumer")
 assert Message._fields[-1] == "writer" and SendRecord._fields[1] == ReadRecord._fields[-1] == "broker"
 assert Conn._fields[0] == "slave" and Client._fields[1] == "master"
 
@@ -166,6 +166,7 @@ def rename(s: State, perm: tuple[int, ...]) -> State:
             tuple([_make(ReadRecord, x[:3] + (r.id(x[3]),)) for x in s.reads]),
             s.used,
             frozenset([r.task(t) for t in s.ran]),
+            s.consumer,
         ),
     )
 

@@ -79,7 +79,7 @@ TOGGLES: tuple[Toggle, ...] = (
         "apache/rocketmq#6662, PR #6663, fix 7903c70412 (5.1.1)",
         "computeConfirmOffset takes the minimum over connected SyncStateSet members only, so a "
         "partitioned stale master advances confirmOffset without the missing member.",
-        ("I3", "I4"),
+        ("I3", "I4", "I11"),
         {**_DURABLE, "brokers": 3, "faults": _faults(partitions=1)},
     ),
     Toggle(

@@ -28,6 +28,7 @@ class FaultBudget(NamedTuple):
     connection_resets: int = 1  # an HA TCP connection reset
     epoch_file_losses: int = 0  # epochFileCheckpoint and .bak deleted (operator error)
     controller_failovers: int = 1  # only observable under the controller_serves_before_apply toggle
+    consumer_restarts: int = 1  # the consumer forgets its in-memory offsets (restart, rebalance)
 
     def total(self) -> int:
         return sum(self)

@@ -50,6 +50,7 @@ from .world import (
     PENDING,
     PUT_OK,
     ReadRecord,
+    UNLOADED,
     SendRecord,
     State,
     reachable,
@@ -221,7 +222,7 @@ def rule_send(s: State, cfg: Config, b_id: int, queue: int, size: int) -> State 
     if in_sync_replicas_nums(b, cfg) < cfg.min_in_sync_replicas:
         return s._replace(sends=s.sends + (SendRecord(None, b_id, IN_SYNC_REPLICAS_NOT_ENOUGH),))
     msg = cl.Message(len(s.msgs) + 1, size, queue, b.queue_table[queue], max_phy(b), ef.last_epoch(b.epochs), b_id)
-    table = b.queue_table[:queue] + (b.queue_table[queue] + 1,) + b.queue_table[queue + 1 :]
+    table = _set_at(b.queue_table, queue, b.queue_table[queue] + 1)
     b = b._replace(log=cl.append(b.log, msg.cells(), cfg.sync_flush), queue_table=table)
     need_ack = -1 if cfg.all_ack else cfg.in_sync_replicas
     if need_ack in (0, 1):
@@ -232,18 +233,51 @@ def rule_send(s: State, cfg: Config, b_id: int, queue: int, size: int) -> State 
     return s.with_broker(b)._replace(msgs=s.msgs + (msg,), sends=s.sends + (SendRecord(msg.id, b_id, status),))
 
 
+def _serves_pulls(s: State, b: Broker) -> bool:
+    """Where the client's pulls go (`findBrokerAddressInSubscribe`): the master, or a slave
+    while the route holds no master (it is down or has not yet become master)."""
+    if not b.up or not b.running:
+        return False
+    if b.role == MASTER:
+        return not b.promoting
+    return b.role == SLAVE and not any(m.up and m.role == MASTER for m in s.brokers)
+
+
 def rule_consume(s: State, cfg: Config, b_id: int, queue: int) -> State | None:
-    """A consumer pulls the next message of a queue from the master at its committed offset
-    and commits the next offset there."""
+    """One pull of one queue (seed 003; DefaultMQPushConsumerImpl.pullMessage,
+    PullMessageProcessor.processRequest, DefaultMessageStore.getMessage).
+
+    The request carries the consumer's in-memory offset, and the broker stores it as the
+    committed offset (`tryCommitOffset`; slaves too since RIP-32, cad0cfcece). A consumer with
+    no offset in memory first asks the master (`fetchConsumeOffsetFromBroker`, master only).
+    Then: a message at that offset is read and the consumer moves past it; an offset past the
+    queue end is corrected to the end on a master (OFFSET_OVERFLOW_BADLY / NO_MESSAGE_IN_QUEUE,
+    `nextOffsetCorrection`; PULL_OFFSET_MOVED, which the client adopts and persists) but not on
+    a slave (offsetCheckInSlave=false); at the end nothing is read."""
     b = s.broker(b_id)
-    if not b.up or not b.running or b.role != MASTER or not 0 <= queue < cfg.queues:
+    if not 0 <= queue < cfg.queues or not _serves_pulls(s, b):
         return None
-    pos = b.consumer_offsets[queue]
-    if pos >= len(b.cq[queue]):
-        return None
-    offsets = b.consumer_offsets[:queue] + (pos + 1,) + b.consumer_offsets[queue + 1 :]
-    s = s.with_broker(b._replace(consumer_offsets=offsets))
-    return s._replace(reads=s.reads + (ReadRecord(queue, pos, b.cq[queue][pos], b_id),))
+    pos = s.consumer[queue]
+    if pos == UNLOADED:
+        if b.role != MASTER:
+            return None
+        pos = b.consumer_offsets[queue]
+    end = len(b.cq[queue])
+    reads = s.reads
+    if pos < end:
+        reads += (ReadRecord(queue, pos, b.cq[queue][pos], b_id),)
+        committed, nxt = pos, pos + 1
+    elif pos > end and b.role != SLAVE:
+        committed = nxt = end
+    else:
+        committed = nxt = pos
+    b = b._replace(consumer_offsets=_set_at(b.consumer_offsets, queue, committed))
+    ns = s.with_broker(b)._replace(reads=reads, consumer=_set_at(s.consumer, queue, nxt))
+    return None if ns == s else ns
+
+
+def _set_at(xs: tuple[int, ...], i: int, value: int) -> tuple[int, ...]:
+    return xs[:i] + (value,) + xs[i + 1 :]
 
 
 def _set_status(s: State, msg: int, status: str) -> State:
@@ -672,6 +706,15 @@ def rule_lose_epoch_file(s: State, cfg: Config, b_id: int) -> State | None:
     return _use(s.with_broker(b._replace(epochs=ef.lose_file(b.epochs))), "epoch_file_losses")
 
 
+def rule_consumer_restart(s: State, cfg: Config) -> State | None:
+    """The consumer restarts, or rebalancing moves its queues to another instance: offsets read
+    since the last commit are forgotten, and the next pull starts at the master's committed
+    offset (the messages after it are read again: duplicates, which seed 003 allows)."""
+    if all(p == UNLOADED for p in s.consumer) or not _budget_left(s, cfg, "consumer_restarts"):
+        return None
+    return _use(s._replace(consumer=(UNLOADED,) * cfg.queues), "consumer_restarts")
+
+
 def rule_controller_failover(s: State, cfg: Config) -> State | None:
     """A controller leader change. With the read barrier (6645d0a42b) it is invisible; under
     the controller_serves_before_apply toggle the new leader lags one committed event."""
@@ -726,6 +769,7 @@ ACTIONS: dict[str, ActionKind] = {
     "admin_elect": ActionKind(("broker",), rule_admin_elect, "admin_elections"),
     "lose_epoch_file": ActionKind(("broker",), rule_lose_epoch_file, "epoch_file_losses"),
     "controller_failover": ActionKind((), rule_controller_failover, "controller_failovers"),
+    "consumer_restart": ActionKind((), rule_consumer_restart, "consumer_restarts"),
 }
 
 
@@ -754,11 +798,12 @@ def candidates(s: State, cfg: Config) -> list[Action]:
         if b.role == MASTER and b.running and not b.promoting:
             if len(s.sends) < cfg.max_messages:
                 out += [("send", i, q, z) for q in range(cfg.queues) for z in cfg.message_sizes]
-            out += [("consume", i, q) for q in range(cfg.queues) if b.consumer_offsets[q] < len(b.cq[q])]
             out.append(("check_sss", i))
         for p in b.puts:
             out += [("put_complete", i, p.msg), ("put_timeout", i, p.msg)]
         out.append(("dispatch", i))
+        if _serves_pulls(s, b):
+            out += [("consume", i, q) for q in range(cfg.queues)]
         if b.log.flushed < max_phy(b):
             out.append(("flush", i))
         if b.client.state == READY:
@@ -792,6 +837,8 @@ def candidates(s: State, cfg: Config) -> list[Action]:
         out.append(("controller_apply",))
     if cfg.has("controller_serves_before_apply") and _budget_left(s, cfg, "controller_failovers"):
         out.append(("controller_failover",))
+    if _budget_left(s, cfg, "consumer_restarts"):
+        out.append(("consumer_restart",))
     if s.cut:
         out.append(("heal",))
     elif _budget_left(s, cfg, "partitions"):
@@ -859,6 +906,7 @@ def initial_state(cfg: Config) -> State:
         sends=(),
         reads=(),
         used=NO_FAULTS,
+        consumer=(0,) * cfg.queues,
     )
     for a in bootstrap_actions(cfg):
         s = step(s, a, cfg)

@@ -16,6 +16,10 @@ IN_SYNC_REPLICAS_NOT_ENOUGH = "IN_SYNC_REPLICAS_NOT_ENOUGH"
 PENDING = "PENDING"  # appended, waiting for replica acks
 NO_RESPONSE = "NO_RESPONSE"  # the broker crashed before answering: outcome unknown to the client
 
+# The consumer holds no offset for a queue in memory (it restarted, or rebalancing handed it the
+# queue): its next pull first asks the master for the committed offset.
+UNLOADED = -1
+
 
 class SendRecord(NamedTuple):
     msg: int | None  # None when nothing was written
@@ -42,6 +46,9 @@ class State(NamedTuple):
     # Periodic tasks that already ran in the current tick (a 5 s period is one tick), so a
     # sequence of periodic steps takes the time it takes; `tick` clears it.
     ran: frozenset[str] = frozenset()
+    # One consumer group's client, per queue (RemoteBrokerOffsetStore.offsetTable): the next
+    # queue offset to read, or UNLOADED. Each pull commits it to the broker it pulls from.
+    consumer: tuple[int, ...] = ()
 
     def broker(self, broker_id: int) -> Broker:
         return self.brokers[broker_id - 1]

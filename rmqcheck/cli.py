@@ -9,7 +9,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from rich.console import Console
 from rich.progress import Progress
@@ -32,7 +32,7 @@ from rmqcheck.checkers.hunting import (
 )
 from rmqcheck.checkers.replay import ReplayError, replay
 from rmqcheck.checkers.walk import walk
-from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, expected_ids
+from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, Invariant, expected_ids
 from rmqcheck.invariants.liveness import LIVENESS, LIVENESS_BY_ID
 from rmqcheck.model.bugs import BY_NAME, SNAPSHOT, TOGGLES
 from rmqcheck.model.config import Config
@@ -236,46 +236,64 @@ def cmd_explore(args) -> int:
     return 1 if failed else 0
 
 
-def _explore_mode(args) -> int:
-    """Classic HA, DLedger or store recovery: the whole space its budgets bound, a verdict per
-    invariant, and a scenario file (`rmqcheck replay`) per violated one."""
-    cfg, description = explore.MODE_CONFIGS[args.config]
+class ModeVerdict(NamedTuple):
+    invariant: Invariant
+    expected: bool
+    steps: int | None  # the shortest counterexample's length; None when the invariant holds
+    path: Path | None  # its scenario file
+    message: str
+
+
+def _explore_mode_config(name: str, cfg, budget: float, out_dir: Path, bounds: explore.Bounds | None = None):
+    """Explore one configuration of another mode; a verdict per invariant, and a scenario file
+    (`rmqcheck replay`) per violated one."""
     mode = modes.mode_for(cfg)
-    name = mode.name
-    toggles = set(args.bug or ())
-    unknown = sorted(toggles - mode.toggles)
-    if unknown:
-        raise UsageError(f"unknown {name} toggle(s) {unknown}; known: {', '.join(sorted(mode.toggles))}")
-    cfg = mode.validate(cfg._replace(bugs=cfg.bugs | toggles))
-    out.print(f"exploring {args.config}: {description}; toggles {sorted(cfg.bugs) or 'none'}")
-    bounds = explore.Bounds(max_depth=args.max_depth, symmetry=args.symmetry is not False)
-    r = explore.Explorer(cfg, bounds).run(args.budget)
+    r = explore.Explorer(cfg, bounds or explore.Bounds()).run(budget)
+    verdicts = []
+    for inv in mode.invariants:
+        hit = r.hits.get(inv.id)
+        if hit is None:
+            verdicts.append(ModeVerdict(inv, inv.expected(cfg), None, None, ""))
+            continue
+        sc = modes.Scenario(mode, cfg, tuple(hit.actions), inv.id, f"rmqcheck explore --config {name}: {hit.message}")
+        path = modes.write(sc, out_dir / f"explore-{name}-{inv.id}.scn")
+        verdicts.append(ModeVerdict(inv, inv.expected(cfg), len(hit.actions), path, hit.message))
+    return r, verdicts
+
+
+def _explored_text(r) -> str:
     verdict = "exhaustive" if r.exhaustive else f"NOT exhaustive (stopped: {r.stopped})"
-    out.print(
+    return (
         f"{r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, {r.seconds:.1f}s "
         f"({r.states / max(r.seconds, 1e-9):,.0f} states/s); {verdict}"
     )
-    table = Table(title=f"{name} invariants")
+
+
+def _explore_mode(args) -> int:
+    """Classic HA, DLedger or store recovery: the whole space its budgets bound."""
+    cfg, description = explore.MODE_CONFIGS[args.config]
+    mode = modes.mode_for(cfg)
+    toggles = set(args.bug or ())
+    unknown = sorted(toggles - mode.toggles)
+    if unknown:
+        raise UsageError(f"unknown {mode.name} toggle(s) {unknown}; known: {', '.join(sorted(mode.toggles))}")
+    cfg = mode.validate(cfg._replace(bugs=cfg.bugs | toggles))
+    out.print(f"exploring {args.config}: {description}; toggles {sorted(cfg.bugs) or 'none'}")
+    bounds = explore.Bounds(max_depth=args.max_depth, symmetry=args.symmetry is not False)
+    r, verdicts = _explore_mode_config(args.config, cfg, args.budget, Path(args.out), bounds)
+    out.print(_explored_text(r))
+    table = Table(title=f"{mode.name} invariants")
     for col in ("invariant", "expected here", "verdict", "shortest counterexample"):
         table.add_column(col, overflow="fold")
-    failed = 0
-    for inv in mode.invariants:
-        hit = r.hits.get(inv.id)
-        expected = inv.expected(cfg)
-        if hit is None:
-            table.add_row(f"{inv.id} {inv.name}", "yes" if expected else "no", "holds" + ("" if r.exhaustive else " (so far)"), "-")
-            continue
-        failed += expected
-        sc = modes.Scenario(mode, cfg, tuple(hit.actions), inv.id, f"rmqcheck explore --config {args.config}: {hit.message}")
-        path = modes.write(sc, Path(args.out) / f"explore-{args.config}-{inv.id}.scn")
-        table.add_row(
-            f"{inv.id} {inv.name}",
-            "yes" if expected else "no",
-            "[red]VIOLATED[/]" if expected else "violated (not promised here)",
-            f"{len(hit.actions)} steps: {path}; {hit.message}",
-        )
+    for v in verdicts:
+        if v.steps is None:
+            verdict, where = "holds" + ("" if r.exhaustive else " (so far)"), "-"
+        else:
+            verdict = "[red]VIOLATED[/]" if v.expected else "violated (not promised here)"
+            where = f"{v.steps} steps: {v.path}; {v.message}"
+        table.add_row(f"{v.invariant.id} {v.invariant.name}", "yes" if v.expected else "no", verdict, where)
     out.print(table)
-    return 1 if failed else 0
+    return 1 if any(v.expected and v.steps is not None for v in verdicts) else 0
 
 
 def _print_bounds(cfg: Config, bounds: explore.Bounds) -> None:
@@ -384,7 +402,56 @@ def cmd_check(args) -> int:
         "expected: not promised under that configuration; snapshot defect: disappears with the "
         "intended form of a known defect (rmqcheck bugs --list); unexplained: a failure."
     )
+    unexplained += _check_modes(args, out_dir)
     return 1 if unexplained or _check_traces(args, out_dir) else 0
+
+
+# The other modes' configurations the default job explores exhaustively (about a minute).
+CHECK_MODES = ("classic", "classic-async-flush", "dledger", "recovery", "recovery-controller")
+
+
+def _check_modes(args, out_dir: Path) -> int:
+    """The other-modes stage of the default job: explore each configuration; a violation of a
+    promised invariant is a snapshot defect when exploring the same configuration with the
+    mode's snapshot toggles off shows it holds, and unexplained otherwise. Returns the number
+    of unexplained violations."""
+    if not args.modes:
+        return 0
+    table = Table(title="other modes: exhaustive exploration", show_lines=True)
+    for col in ("configuration", "explored", "held", "violated"):
+        table.add_column(col, overflow="fold")
+    unexplained = 0
+    for name in args.modes:
+        cfg, description = explore.MODE_CONFIGS[name]
+        bounds = explore.Bounds(symmetry=True)
+        r, verdicts = _explore_mode_config(name, cfg, MODE_BUDGET, out_dir, bounds)
+        intended = None
+        violated = []
+        for v in verdicts:
+            if v.steps is None:
+                continue
+            kind = EXPECTED if not v.expected else UNEXPLAINED
+            if v.expected and cfg.bugs:
+                if intended is None:
+                    ri, vi = _explore_mode_config(f"{name}-intended", cfg._replace(bugs=frozenset()), MODE_BUDGET, out_dir, bounds)
+                    intended = {w.invariant.id for w in vi if w.steps is None} if ri.exhaustive else set()
+                if v.invariant.id in intended:
+                    kind = SNAPSHOT_DEFECT
+            unexplained += kind == UNEXPLAINED
+            violated.append(f"{v.invariant.id} ({kind}, {v.steps} steps): {v.message}\n  -> {v.path}")
+        held = ", ".join(v.invariant.id for v in verdicts if v.steps is None) + ("" if r.exhaustive else " (so far)")
+        toggles = f"toggles {', '.join(sorted(cfg.bugs))}" if cfg.bugs else "intended (no toggles)"
+        table.add_row(
+            f"{name}: {description}; {toggles}",
+            f"{r.states:,} states, {r.seconds:.1f}s, {'exhaustive' if r.exhaustive else 'NOT exhaustive'}",
+            held or "-",
+            "\n".join(violated) or "-",
+        )
+    out.print(table)
+    return unexplained
+
+
+MODE_BUDGET = 600.0  # seconds per configuration; every one in CHECK_MODES finishes well within it
 
 
 def _check_traces(args, out_dir: Path) -> bool:
@@ -681,6 +748,14 @@ def _positive(text: str) -> int:
     return value
 
 
+def _mode_names(text: str) -> tuple[str, ...]:
+    names = tuple(n for n in text.split(",") if n)
+    unknown = [n for n in names if n not in explore.MODE_CONFIGS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown configuration(s) {unknown}; known: {', '.join(explore.MODE_CONFIGS)}")
+    return names
+
+
 def _budget(text: str) -> float:
     try:
         value = float(text)
@@ -702,6 +777,12 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--out", default="counterexamples", help="directory for counterexample files")
     c.add_argument("--trace-runs", type=_positive, default=400, help="recorded runs validated at the end (default 400)")
     c.add_argument("--engine", choices=("local", "spark"), default="spark", help="trace validation engine (default spark)")
+    c.add_argument(
+        "--modes",
+        type=_mode_names,
+        default=CHECK_MODES,
+        help=f"other modes' configurations to explore, comma-separated, '' for none (default {','.join(CHECK_MODES)})",
+    )
     c.set_defaults(func=cmd_check)
 
     h = sub.add_parser("hunt", help="search for a violation of the invariants expected to hold")

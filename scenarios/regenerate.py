@@ -30,7 +30,11 @@ from rmqcheck.model.bugs import BY_NAME, TOGGLES
 HERE = Path(__file__).parent
 
 # End-to-end invariants shown on a toggle, hunted for that invariant alone.
-TARGETED = (("ack_uses_local_sss_only", "I1"), ("confirm_min_over_connected_only", "I3"))
+TARGETED = (
+    ("ack_uses_local_sss_only", "I1"),
+    ("confirm_min_over_connected_only", "I3"),
+    ("confirm_min_over_connected_only", "I11"),
+)
 
 # Guarantees the snapshot gives up under a configuration, hunted as (config, invariant).
 EXPECTED = {

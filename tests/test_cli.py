@@ -75,12 +75,20 @@ def test_scenario_command_round_trips(tmp_path, capsys):
 
 
 def test_check_reports_the_defaults_acked_loss_as_expected(tmp_path, capsys):
-    code, out, _ = run(capsys, "check", "--budget", "24", "--out", str(tmp_path), "--engine", "local", "--trace-runs", "40")
+    modes = "classic-async-flush,recovery-controller"
+    code, out, _ = run(
+        capsys, "check", "--budget", "24", "--out", str(tmp_path), "--engine", "local", "--trace-runs", "40", "--modes", modes
+    )
     assert code == 0, out
     assert "I1 (expected" in out  # C4: the defaults ack before replication
     assert "snapshot defect" in out  # the durable configuration hits a known snapshot defect
     assert list(tmp_path.glob("default-snapshot-I1.json"))
     assert "rmqcheck validate (local): 4,080 events in 40 runs" in out  # the trace stage
+    # The other modes, explored: a defect the snapshot toggles explain, a guarantee not promised.
+    flat = " ".join(out.split())
+    assert "C1 (expected, 10 steps)" in flat and "C3 (snapshot defect, 8 steps)" in flat
+    assert "R5 (snapshot defect, 3 steps)" in flat and "15,784 states" in flat
+    assert (tmp_path / "explore-recovery-controller-R5.scn").exists()
 
 
 # --- usage errors --------------------------------------------------------------------------------
@@ -105,6 +113,7 @@ def test_bad_usage_exits_2_with_a_message(capsys, argv, message):
     [
         ["hunt", "--budget", "-1"],
         ["simulate", "--out", "x", "--runs-per-file", "0"],
+        ["check", "--modes", "classic,no_such_config"],
         ["simulate", "--out", "x", "--runs", "many"],
         ["validate", "x", "--engine", "flink"],
     ],

@@ -23,7 +23,7 @@ SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios" / "toggles"
 def test_catalogue_is_well_formed():
     ids = [inv.id for inv in CATALOGUE]
     assert len(ids) == len(set(ids))
-    assert {f"I{i}" for i in range(1, 11)} <= set(ids)  # I1-I10 of reference/known-bugs.md §1
+    assert {f"I{i}" for i in range(1, 11)} <= set(ids)  # I1-I10 of reference/known-bugs.md §1, and I11 (seed 003)
     for inv in CATALOGUE:
         assert inv.statement and inv.expected_when and (inv.check or inv.check_step)
 

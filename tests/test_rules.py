@@ -291,7 +291,7 @@ def test_consumers_see_only_dispatched_messages():
     cfg, s = run("send broker=1 queue=0 size=1")
     assert ("consume", 1, 0) not in enabled(s, cfg)
     s = step(step(s, ("dispatch", 1), cfg), ("consume", 1, 0), cfg)
-    assert s.reads[0].msg == 1 and s.broker(1).consumer_offsets == (1,)
+    assert s.reads[0].msg == 1 and s.consumer == (1,)
 
 
 def test_recovery_aligns_a_mid_message_confirm_offset():

@@ -97,7 +97,7 @@ def inject_lost_ack(d: Path) -> str:
     part = d / "part-00001.ndjson"
     recs = ndjson_lines(part)
     acked = {(r["run"], r["msg"]) for r in recs if r.get("status") == "PUT_OK"}
-    reads = [r for r in recs if r["kind"] == "consume"]
+    reads = [r for r in recs if r["kind"] == "consume" and "msg" in r]
     victim = next(
         r for r in reads
         if (r["run"], r["msg"]) in acked

@@ -71,7 +71,7 @@ def observe(before: State, action: Action, after: State) -> tuple:
         else:
             m = after.msgs[r.msg - 1]
             message = (m.id, m.queue, m.queue_offset, r.status)
-    elif kind == "consume":
+    elif kind == "consume" and len(after.reads) > len(before.reads):
         r = after.reads[-1]
         message = (r.msg, r.queue, r.queue_offset, None)
     elif kind in ("put_complete", "put_timeout"):

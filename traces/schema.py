@@ -63,7 +63,7 @@ FIELDS: tuple[Field, ...] = (
     Field("last_epoch", pa.int32(), "epoch of the last epoch-file entry, -1 when empty"),
     Field("last_epoch_start", pa.int64(), "start offset of the last epoch-file entry"),
     # the client's view of the message the transition touched
-    Field("msg", pa.int64(), "message id (send, consume, put_complete, put_timeout)"),
+    Field("msg", pa.int64(), "message id (send, put_complete, put_timeout; consume when the pull read one)"),
     Field("queue", pa.int32(), "queue id of that message"),
     Field("queue_offset", pa.int64(), "its queue offset (assigned at send; read position at consume)"),
     Field("status", pa.string(), "send status after the transition (PUT_OK, PENDING, FLUSH_SLAVE_TIMEOUT, ...)"),
