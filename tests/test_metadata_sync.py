@@ -7,14 +7,10 @@ from __future__ import annotations
 from rmqcheck.invariants.catalogue import i11_no_skipped_message
 from rmqcheck.model.step import enabled, step
 
-from test_rules import DURABLE, run
+from test_rules import MEMBER_2, run
 
 # Message 1 is on both brokers; broker 1 (master) has dispatched it and the consumer read it.
-READ_ONCE = f"""{DURABLE}
-ha_connect slave=2
-ha_slave_ack slave=2
-ha_read_ack slave=2
-alter_sss broker=1 lost=0
+READ_ONCE = MEMBER_2 + """
 send broker=1 queue=0 size=1
 ha_transfer slave=2
 ha_read_ack slave=2

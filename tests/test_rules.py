@@ -13,6 +13,12 @@ from rmqcheck.model.step import NotEnabled, enabled, initial_state, step
 from rmqcheck.model.world import FLUSH_SLAVE_TIMEOUT, IN_SYNC_REPLICAS_NOT_ENOUGH, PENDING, PUT_OK
 
 DURABLE = "config all_ack=true flush=SYNC_FLUSH"
+# Durable settings, broker 2 caught up and in the master's SyncStateSet.
+MEMBER_2 = f"""{DURABLE}
+ha_connect slave=2
+ha_slave_ack slave=2
+ha_read_ack slave=2
+alter_sss broker=1 lost=0"""
 
 
 def run(text: str):
@@ -57,11 +63,7 @@ def test_min_in_sync_replicas_refuses_before_writing():
 
 
 def test_all_ack_waits_for_every_sync_state_set_member_then_times_out():
-    cfg, s = run(f"""{DURABLE}
-ha_connect slave=2
-ha_slave_ack slave=2
-ha_read_ack slave=2
-alter_sss broker=1 lost=0
+    cfg, s = run(MEMBER_2 + """
 send broker=1 queue=0 size=1""")
     assert s.broker(1).sss == {1, 2} and status(s, 1) == PENDING
     with pytest.raises(NotEnabled):
@@ -71,11 +73,7 @@ send broker=1 queue=0 size=1""")
 
 
 def test_all_ack_completes_once_the_member_acks_the_next_offset():
-    cfg, s = run(f"""{DURABLE}
-ha_connect slave=2
-ha_slave_ack slave=2
-ha_read_ack slave=2
-alter_sss broker=1 lost=0
+    cfg, s = run(MEMBER_2 + """
 send broker=1 queue=0 size=1
 ha_transfer slave=2
 ha_read_ack slave=2
@@ -177,11 +175,7 @@ ha_transfer slave=2"""
 
 
 def test_confirm_offset_is_the_max_when_alone_and_the_min_ack_with_members():
-    cfg, s = run(f"""{DURABLE}
-ha_connect slave=2
-ha_slave_ack slave=2
-ha_read_ack slave=2
-alter_sss broker=1 lost=0
+    cfg, s = run(MEMBER_2 + """
 send broker=1 queue=0 size=2""")
     m = s.broker(1)
     assert m.sss == {1, 2} and get_confirm_offset(m, cfg) == 0  # member 2 acked 0
@@ -201,11 +195,7 @@ alter_sss broker=1 lost=1""")
 
 
 def test_shrink_drops_a_member_not_caught_up_for_longer_than_the_limit():
-    cfg, s = run(f"""{DURABLE}
-ha_connect slave=2
-ha_slave_ack slave=2
-ha_read_ack slave=2
-alter_sss broker=1 lost=0""")
+    cfg, s = run(MEMBER_2)
     for _ in range(cfg.not_catchup_time + 1):
         s = step(s, ("tick",), cfg)
     s = step(s, ("check_sss", 1), cfg)
@@ -213,11 +203,7 @@ alter_sss broker=1 lost=0""")
 
 
 def test_periodic_tasks_run_at_most_once_per_tick():
-    cfg, s = run(f"""{DURABLE}
-ha_connect slave=2
-ha_slave_ack slave=2
-ha_read_ack slave=2
-alter_sss broker=1 lost=0
+    cfg, s = run(MEMBER_2 + """
 tick
 tick
 tick
@@ -230,11 +216,7 @@ check_sss broker=1""")
 
 
 def test_a_dead_master_is_replaced_by_a_live_sync_state_set_member():
-    cfg, s = run(f"""{DURABLE}
-ha_connect slave=2
-ha_slave_ack slave=2
-ha_read_ack slave=2
-alter_sss broker=1 lost=0
+    cfg, s = run(MEMBER_2 + """
 crash broker=1 keep=0
 tick
 heartbeat broker=2
