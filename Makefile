@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test hunt bench bench-spark java clean
+.PHONY: run test hunt bench bench-spark java chromium matrix bugs report clean
 
 # Create the virtual environment if missing and install everything pinned in pyproject.toml.
 $(STAMP): pyproject.toml
@@ -19,12 +19,20 @@ java:
 	if [ -z "$$v" ]; then echo "error: Java not found; PySpark needs Java 17 (Debian: apt-get install openjdk-17-jre-headless)" >&2; exit 1; fi; \
 	if [ "$$v" != 17 ] && [ "$$v" != 21 ]; then echo "error: PySpark needs Java 17 or 21, found Java $$v" >&2; exit 1; fi
 
+# The report test renders the page in Debian's headless Chromium.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's chromium (the report test renders the HTML report in it)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "error: the report test needs Chromium: apt-get install chromium (as root)" >&2; exit 1; fi; }
+
 # The default check job.
 run: $(STAMP) java
 	$(BIN)/rmqcheck check
 
 # The whole test suite (long hunts and benchmarks are behind `make hunt` / `make bench`).
-test: $(STAMP) java
+test: $(STAMP) java chromium
 	$(BIN)/python -m pytest
 
 # Every bug toggle hunted with the budget of the acceptance check, plus a long hunt of the
@@ -40,6 +48,17 @@ bench: $(STAMP)
 # Trace validation at scale: 10^7 recorded events (cached under build/), local engine vs Spark.
 bench-spark: $(STAMP) java
 	$(BIN)/python bench/spark.py
+
+# The guarantee matrix (about 20 minutes on 2 cores) and the bug-rediscovery table, each
+# written into the README's generated block; then the HTML report over both.
+matrix: $(STAMP)
+	$(BIN)/rmqcheck matrix --json build/matrix.json --readme README.md
+
+bugs: $(STAMP)
+	$(BIN)/rmqcheck bugs --measure --json build/bugs.json --readme README.md
+
+report: $(STAMP)
+	$(BIN)/rmqcheck report --out build/report.html --matrix build/matrix.json --bugs build/bugs.json
 
 clean:
 	rm -rf $(VENV) build counterexamples .pytest_cache .hypothesis

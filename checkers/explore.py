@@ -58,11 +58,12 @@ class Bounds(NamedTuple):
 
 
 def heartbeat_due(s: State) -> bool:
-    """Some live, unfenced broker that reaches the controller has not heartbeated in this tick."""
+    """Some live, unfenced broker that reaches the controller has not heartbeated in this tick
+    (a heartbeat the controller dropped is marked in `ran`)."""
     for b in s.brokers:
         if b.up and b.running and b.id not in s.cut:
             info = s.ctrl.live[b.id - 1]
-            if info is None or info.last_update < s.now:
+            if (info is None or info.last_update < s.now) and f"heartbeat:{b.id}" not in s.ran:
                 return True
     return False
 

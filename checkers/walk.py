@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 from rmqcheck.invariants.catalogue import BY_ID, check_state, check_transition
 from rmqcheck.model.config import Config
-from rmqcheck.model.step import Action, initial_state, successors
+from rmqcheck.model.step import Action, NotEnabled, initial_state, successors
 
 from .coverage import Coverage
-from .replay import shrink
+from .modes import Mode
+from .replay import ddmin, shrink
 
 
 class WalkHit(NamedTuple):
@@ -84,3 +85,44 @@ def walk(
             next_report = now + 1.0
             progress(walks, steps, now - start)
     return WalkResult(walks, steps, time.perf_counter() - start, None, coverage)
+
+
+def mode_walk(mode: Mode, cfg: Any, seed: int = 0, depth: int = 60, budget: float = 60.0) -> WalkHit | None:
+    """Seeded random walks of another mode (classic, DLedger, recovery), as `walk` does for
+    controller mode, until an invariant fails or the budget ends; the walk delta-debugged."""
+    start = time.perf_counter()
+    index = 0
+    while time.perf_counter() - start < budget:
+        rng = random.Random(f"{seed}:{index}")
+        s, actions = mode.initial_state(cfg), []
+        for _ in range(depth):
+            succ = mode.successors(s, cfg)
+            if not succ:
+                break
+            a, n = succ[rng.randrange(len(succ))]
+            actions.append(a)
+            vs = mode.check_transition(s, a, n, cfg) + mode.check_state(n, cfg)
+            if vs:
+                inv = vs[0].invariant
+                shrunk = ddmin(actions, lambda acts: _mode_lenient(mode, cfg, acts, inv))
+                return WalkHit(inv, vs[0].message, index, tuple(actions), tuple(shrunk))
+            s = n
+        index += 1
+    return None
+
+
+def _mode_lenient(mode: Mode, cfg: Any, actions: list[tuple], invariant: str) -> list[tuple] | None:
+    """`replay.run_lenient` for another mode: the actions that ran up to the first violation of
+    `invariant`, skipping those not enabled; None if it is not violated."""
+    ids = frozenset({invariant})
+    s, ran = mode.initial_state(cfg), []
+    for a in actions:
+        try:
+            nxt = mode.step(s, a, cfg)
+        except (NotEnabled, TypeError):
+            continue
+        ran.append(a)
+        if mode.check_transition(s, a, nxt, cfg, ids) or mode.check_state(nxt, cfg, ids):
+            return ran
+        s = nxt
+    return None

@@ -335,6 +335,17 @@ TOGGLES: tuple[Toggle, ...] = (
         ("L3",),
         {**_DURABLE, "brokers": 2, "max_messages": 0, "faults": _faults(crashes=1, admin_elections=1)},
     ),
+    Toggle(
+        "heartbeat_ignored_without_entry",
+        "C1",
+        "apache/rocketmq#5712, PR #5711, fix 646d04f425 (5.1.0)",
+        "A new controller leader's heartbeat table (in-memory soft state) starts empty, and "
+        "onBrokerHeartbeat ignores a broker it has no entry for (only registerBroker created one): "
+        "after a controller failover no running broker is seen alive again, so a master's death is "
+        "never turned into an election (L1) and the live master cannot shrink out a dead member (L3).",
+        ("L1", "L3"),
+        {**_DURABLE, "brokers": 2, "max_messages": 0, "faults": _faults(crashes=1, controller_failovers=1)},
+    ),
 )
 
 BY_NAME: dict[str, Toggle] = {t.name: t for t in TOGGLES}

@@ -27,7 +27,7 @@ class FaultBudget(NamedTuple):
     admin_elections: int = 1  # mqadmin electMaster designating a broker
     connection_resets: int = 1  # an HA TCP connection reset
     epoch_file_losses: int = 0  # epochFileCheckpoint and .bak deleted (operator error)
-    controller_failovers: int = 1  # only observable under the controller_serves_before_apply toggle
+    controller_failovers: int = 1  # observable only under controller_serves_before_apply or heartbeat_ignored_without_entry
     consumer_restarts: int = 1  # the consumer forgets its in-memory offsets (restart, rebalance)
 
     def total(self) -> int:

@@ -108,12 +108,16 @@ def destroy_connections(s: State, b_id: int, cfg: Config) -> State:
     return s
 
 
-def _heartbeat(s: State, b: Broker, cfg: Config) -> State:
+def _heartbeat(s: State, b: Broker, cfg: Config, registering: bool = False) -> State:
     """`sendHeartbeatToController`: (epoch-file lastEpoch, maxPhyOffset, confirmOffset). An entry
-    that timed out was removed by the controller's scan, so it is created afresh."""
+    that timed out was removed by the controller's scan, so it is created afresh. Before #5712
+    (toggle heartbeat_ignored_without_entry) only `registerBroker`, at start-up, created an
+    entry: the heartbeat of a broker the leader had none for was dropped."""
     ctrl = s.ctrl
     if not ctl.is_alive(ctrl, b.id, s.now, cfg.heartbeat_timeout):
         ctrl = ctl.expire(ctrl, b.id)
+    if cfg.has("heartbeat_ignored_without_entry") and not registering and ctrl.live[b.id - 1] is None:
+        return s._replace(ctrl=ctrl)
     ctrl = ctl.on_broker_heartbeat(ctrl, b.id, s.now, ef.last_epoch(b.epochs), max_phy(b), get_confirm_offset(b, cfg))
     return s._replace(ctrl=ctrl)
 
@@ -523,7 +527,7 @@ def rule_register(s: State, cfg: Config, b_id: int, lost: int) -> State | None:
         s = adopt_role(s, b_id, role, cfg)
         if s.broker(b_id).promoting:
             return s  # heartbeat and RUNNING follow once the promotion finishes
-    s = _heartbeat(s, s.broker(b_id), cfg)
+    s = _heartbeat(s, s.broker(b_id), cfg, registering=True)
     if s.broker(b_id).master_id is None:
         s, known = broker_elect(s, b_id, bool(lost), cfg)
         if lost:
@@ -542,7 +546,7 @@ def rule_finish_promotion(s: State, cfg: Config, b_id: int) -> State | None:
     b = recover_topic_queue_table(b, s.msgs, cfg)._replace(role=MASTER, master_id=b_id, promoting=0)
     s = s.with_broker(b)
     if not b.running:
-        s = _heartbeat(s, b, cfg).with_broker(b._replace(running=True))
+        s = _heartbeat(s, b, cfg, registering=True).with_broker(b._replace(running=True))
     return s
 
 
@@ -552,6 +556,8 @@ def rule_heartbeat(s: State, cfg: Config, b_id: int) -> State | None:
     if not b.up or not b.running or not reaches_controller(s, b_id):
         return None
     ns = _heartbeat(s, b, cfg)
+    if ns.ctrl.live[b_id - 1] is None:  # dropped (heartbeat_ignored_without_entry), though sent
+        return _periodic(ns, f"heartbeat:{b_id}")
     return None if ns.ctrl == s.ctrl else ns
 
 
@@ -716,16 +722,19 @@ def rule_consumer_restart(s: State, cfg: Config) -> State | None:
 
 
 def rule_controller_failover(s: State, cfg: Config) -> State | None:
-    """A controller leader change. With the read barrier (6645d0a42b) it is invisible; under
-    the controller_serves_before_apply toggle the new leader lags one committed event."""
-    if (
-        not cfg.has("controller_serves_before_apply")
-        or not _budget_left(s, cfg, "controller_failovers")
-        or s.ctrl.before_last is None
-        or s.ctrl.pending
-    ):
+    """A controller leader change. With the read barrier (6645d0a42b) and heartbeats that
+    create their entry (#5712) it is invisible, so it is enabled only under a toggle that
+    brings one of them back: under controller_serves_before_apply the new leader lags one
+    committed event; under heartbeat_ignored_without_entry its heartbeat table, soft state,
+    starts empty and only a broker that registers again refills it."""
+    lagging = cfg.has("controller_serves_before_apply") and s.ctrl.before_last is not None and not s.ctrl.pending
+    forgets = cfg.has("heartbeat_ignored_without_entry")
+    if not (lagging or forgets) or not _budget_left(s, cfg, "controller_failovers"):
         return None
-    return _use(s._replace(ctrl=ctl.failover_lagging(s.ctrl)), "controller_failovers")
+    ctrl = ctl.failover_lagging(s.ctrl) if lagging else s.ctrl
+    if forgets:
+        ctrl = ctrl._replace(live=(None,) * cfg.brokers)
+    return _use(s._replace(ctrl=ctrl), "controller_failovers")
 
 
 # --- the action table --------------------------------------------------------------------------
@@ -835,7 +844,9 @@ def candidates(s: State, cfg: Config) -> list[Action]:
     out.append(("controller_elect",))
     if s.ctrl.pending:
         out.append(("controller_apply",))
-    if cfg.has("controller_serves_before_apply") and _budget_left(s, cfg, "controller_failovers"):
+    if (cfg.has("controller_serves_before_apply") or cfg.has("heartbeat_ignored_without_entry")) and _budget_left(
+        s, cfg, "controller_failovers"
+    ):
         out.append(("controller_failover",))
     if _budget_left(s, cfg, "consumer_restarts"):
         out.append(("consumer_restart",))

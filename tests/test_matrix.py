@@ -1,0 +1,102 @@
+"""The guarantee matrix (checkers/matrix.py, `rmqcheck matrix`): the documented space, verdicts
+that agree with reference/known-bugs.md, a toggle it catches, and the README block it writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rmqcheck.checkers import matrix
+from rmqcheck.checkers.hunting import BUG_TOGGLE, EXPECTED
+from rmqcheck.cli import main
+from rmqcheck.model.classic import SYNC_MASTER
+from rmqcheck.model.config import ASYNC_FLUSH, SYNC_FLUSH, Config
+from rmqcheck.report.tables import MATRIX_LEGEND, matrix_markdown
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def cells(row: matrix.Row) -> dict[str, matrix.Cell]:
+    return {c.invariant: c for c in row.cells}
+
+
+def test_the_space_is_the_documented_product():
+    space = matrix.controller_space()
+    labels = {matrix.label(matrix.controller_settings(c)) for c in space}
+    # 2/3 brokers x (allAck | inSyncReplicas 1 | 2) x minInSyncReplicas 1/2 x flush x unclean x learner
+    assert len(space) == len(labels) == 2 * 3 * 2 * 2 * 2 * 2
+    assert all(c.bugs == frozenset() for c in space)
+    assert all(c.bugs for c in matrix.controller_space(snapshot=True))
+    learners = [c for c in space if c.async_learners]
+    assert len(learners) == 48 and all(c.async_learners == {c.brokers} for c in learners)
+
+
+def test_the_defaults_lose_acked_messages_and_the_durable_settings_do_not(tmp_path):
+    """known-bugs C4: the defaults allow loss of acked messages after a master crash;
+    allAckInSyncStateSet with SYNC_FLUSH and no unclean election does not."""
+    defaults = matrix.check_controller(Config(bugs=frozenset()), 4, tmp_path)
+    i1 = cells(defaults)["I1"]
+    assert i1.kind == EXPECTED and not i1.promised and i1.method == "explore" and i1.steps <= 6
+    assert main(["replay", i1.path]) == 1
+    durable = matrix.check_controller(Config(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset()), 4, tmp_path)
+    assert all(c.kind is None for c in durable.cells) and durable.states > 1000 and durable.hunt_steps > 0
+    assert all(c.promised for c in durable.cells)
+
+
+def test_a_toggle_breaks_a_promised_cell(tmp_path):
+    cfg = Config(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset({"ack_uses_local_sss_only"}))
+    row = matrix.check_controller(cfg, 4, tmp_path)
+    broken = [c for c in row.cells if c.kind is not None]
+    assert broken and all(c.promised and c.kind == BUG_TOGGLE for c in broken)
+    assert "toggle" in matrix_markdown([row])
+
+
+def test_other_modes_rows_are_explored_exhaustively(tmp_path):
+    rows = matrix.mode_space()
+    assert {matrix.modes.mode_for(r).name for r in rows} == {"classic", "dledger", "recovery"}
+    classic = [r for r in rows if matrix.modes.mode_for(r).name == "classic" and r.role == SYNC_MASTER
+               and r.in_sync_replicas == 2]
+    by_flush = {r.sync_flush: matrix.check_mode(r, 60, tmp_path) for r in classic}
+    assert by_flush[True].exhaustive and all(c.kind is None for c in by_flush[True].cells)
+    lost = cells(by_flush[False])["C1"]
+    assert lost.kind == EXPECTED and Path(lost.path).exists()
+
+
+def test_where_selects_rows_by_their_shown_settings():
+    space = matrix.controller_space()
+    rows = matrix.select(space, matrix.controller_settings, {"brokers": "2", "allAck": "yes", "flush": "SYNC"})
+    assert len(rows) == 8 and all(c.all_ack and c.flush == SYNC_FLUSH and c.brokers == 2 for c in rows)
+    assert matrix.select(space, matrix.controller_settings, {"flush": ASYNC_FLUSH, "nosuch": "1"}) == []
+
+
+def test_the_command_writes_markdown_json_and_the_readme_block(tmp_path, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text("before\n<!-- matrix:start -->\nold\n<!-- matrix:end -->\nafter\n")
+    args = ["matrix", "--modes", "classic", "--where", "flush=SYNC", "--where", "brokerRole=SYNC_MASTER",
+            "--out", str(tmp_path / "cx"), "--json", str(tmp_path / "m.json"), "--markdown", str(tmp_path / "m.md"),
+            "--readme", str(readme), "--jobs", "1"]
+    assert main(args) == 0
+    text = readme.read_text()
+    assert text.startswith("before\n<!-- matrix:start -->\n**classic**") and text.endswith("<!-- matrix:end -->\nafter\n")
+    assert "old" not in text and MATRIX_LEGEND in text
+    rows = json.loads((tmp_path / "m.json").read_text())
+    assert len(rows) == 2 and all(r["exhaustive"] for r in rows)
+
+
+def test_bad_matrix_arguments_exit_2_with_a_clear_error(tmp_path, capsys):
+    assert main(["matrix", "--where", "brokers"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
+    assert main(["matrix", "--where", "brokers=7"]) == 2
+    assert "no configuration matches" in capsys.readouterr().err
+    no_block = tmp_path / "README.md"
+    no_block.write_text("nothing to replace\n")
+    assert main(["matrix", "--modes", "dledger", "--out", str(tmp_path), "--readme", str(no_block), "--jobs", "1"]) == 2
+    assert "no block" in capsys.readouterr().err and no_block.read_text() == "nothing to replace\n"
+
+
+def test_the_readme_carries_the_generated_matrix():
+    text = README.read_text()
+    block = text.split("<!-- matrix:start -->")[1].split("<!-- matrix:end -->")[0]
+    assert MATRIX_LEGEND in block and "Generated by `rmqcheck matrix" in block
+    controller = block.split("**controller**")[1].split("\n**")[0]
+    assert controller.count("\n| 2 |") == 48 and controller.count("\n| 3 |") == 48
