@@ -10,8 +10,9 @@ A violation is explained in one of three ways:
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from rmqcheck.invariants.catalogue import BY_ID
 from rmqcheck.model.bugs import BY_NAME, SNAPSHOT
@@ -20,6 +21,7 @@ from rmqcheck.model.config import Config
 from .counterexample import Counterexample, write
 from .replay import replay, run_lenient, shrink, toggle_dependencies
 from .stateful import HuntResult, hunt
+from .walk import guided
 
 EXPECTED = "expected"
 SNAPSHOT_DEFECT = "snapshot defect"
@@ -74,6 +76,49 @@ def find(
     inv_id = v.violation.invariant
     actions = shrink(cfg, v.actions, inv_id)
     return explain(cfg, actions, inv_id, v.violation.message, result.seed, "stateful", len(v.actions)), result
+
+
+def find_each(
+    cfg: Config, targets: Iterable[str], budget: float, seed: int = 0, on_batch=None
+) -> Iterator[tuple[Finding | None, HuntResult]]:
+    """Hunt again for the targets not yet violated, on fresh seeds, until all are or the budget
+    ends: one shrunk finding per violated invariant (the last pair's finding is None when the
+    budget ended with targets unbroken)."""
+
+    def search(remaining: set[str], left: float, seed: int) -> tuple[Finding | None, HuntResult, int]:
+        finding, result = find(cfg, remaining, left, seed, on_batch=on_batch)
+        return finding, result, seed + result.batches
+
+    return _each(search, targets, budget, seed)
+
+
+def guided_each(cfg: Config, targets: Iterable[str], budget: float, seed: int = 0) -> Iterator[tuple[Finding | None, int]]:
+    """`find_each` with guided walks (checkers/walk.py), seeds `seed`, `seed + 1`, ...: one
+    shrunk finding per violated invariant, with the steps walked for it."""
+
+    def search(remaining: set[str], left: float, seed: int) -> tuple[Finding | None, int, int]:
+        r = guided(cfg, seed, left, remaining)
+        h = r.hit
+        finding = h and explain(cfg, list(h.shrunk), h.invariant, h.message, seed, "guided", len(h.actions))
+        return finding, r.steps, seed + 1
+
+    return _each(search, targets, budget, seed)
+
+
+def _each(search, targets: Iterable[str], budget: float, seed: int) -> Iterator[tuple[Finding | None, Any]]:
+    """Run `search(remaining, seconds left, seed) -> (finding, stats, next seed)` until every
+    target is violated, a search finds nothing, or the budget ends."""
+    remaining = set(targets)
+    start = time.perf_counter()
+    while remaining:
+        left = budget - (time.perf_counter() - start)
+        if left <= 0:
+            return
+        finding, stats, seed = search(remaining, left, seed)
+        yield finding, stats
+        if finding is None:
+            return
+        remaining.discard(finding.counterexample.invariant)
 
 
 def default_path(out_dir: str | Path, label: str, finding: Finding) -> Path:

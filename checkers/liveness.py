@@ -40,11 +40,16 @@ class LivenessResult(NamedTuple):
     checked: int  # obligations (property, arguments) analysed
 
 
+# Of a time budget, the share exploration may use: the SCC analysis after it takes about 4% of
+# the exploration's time on 1.7 million states, so a cut exploration still ends within budget.
+EXPLORE_SHARE = 0.85
+
+
 def check(cfg: Config, bounds: Bounds = Bounds(), budget: float | None = None) -> LivenessResult:
     if bounds.symmetry:
         raise ValueError("liveness needs the explored space without symmetry reduction")
     ex = Explorer(cfg, bounds, invariants=())
-    result = ex.run(budget, label=lambda s: open_obligations(s, cfg))
+    result = ex.run(budget and budget * EXPLORE_SHARE, label=lambda s: open_obligations(s, cfg))
     g = result.graph
     out: dict[str, Lasso] = {}
     obligations = sorted({o for label in g.labels for o in label}, key=repr)
@@ -52,13 +57,18 @@ def check(cfg: Config, bounds: Bounds = Bounds(), budget: float | None = None) -
     for u, _, a in g.edges:
         if fair(a):
             fair_enabled.setdefault(u, set()).add(a)
+    # One pass over the edges, not one per obligation: the edges each obligation stays open on.
+    open_on: dict[tuple, list] = {}
+    for edge in g.edges:
+        u, v, _ = edge
+        if g.expanded[u] and g.expanded[v]:
+            for ob in g.labels[u] & g.labels[v]:
+                open_on.setdefault(ob, []).append(edge)
     for ob in obligations:
-        if ob[0] in out:
+        if ob[0] in out or ob not in open_on:
             continue
         sub = nx.MultiDiGraph()
-        for u, v, a in g.edges:
-            if ob in g.labels[u] and ob in g.labels[v] and g.expanded[u] and g.expanded[v]:
-                sub.add_edge(u, v, action=a)
+        sub.add_edges_from((u, v, {"action": a}) for u, v, a in open_on[ob])
         for comp in sorted(nx.strongly_connected_components(sub), key=min):
             inside = sub.subgraph(comp)
             if inside.number_of_edges() == 0:

@@ -7,8 +7,10 @@ Controller mode is checked over the product of the switches an operator chooses
 * breadth-first exploration of a small scope (two one-byte messages, one fault of each kind)
   for half the budget: every state within the depth it completes is checked, and what it finds
   is a shortest counterexample within that scope;
-* the Hypothesis stateful hunt of the whole configuration (four messages of two sizes, the full
-  fault budget) for the other half, for the invariants exploration did not break.
+* for the other half, the invariants exploration did not break are hunted over the whole
+  configuration (four messages of two sizes, the full fault budget): a quarter by the Hypothesis
+  stateful hunt, a quarter by guided walks (checkers/walk.py), which reach deep states (a second
+  failover, a reconnect after a torn transfer) the stateful hunt rarely does.
 
 The other modes (classic HA, DLedger, store recovery) have few switches and small spaces: each
 of their rows is explored exhaustively.
@@ -21,7 +23,6 @@ promised one may be a *snapshot defect*; anything else is *unexplained*, a failu
 from __future__ import annotations
 
 import time
-from concurrent.futures import ProcessPoolExecutor
 from itertools import product
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
@@ -32,7 +33,8 @@ from rmqcheck.model.classic import ASYNC_MASTER, SYNC_MASTER
 from rmqcheck.model.config import FLUSH_MODES, NO_FAULTS, Config
 
 from . import explore, modes
-from .hunting import EXPECTED, SNAPSHOT_DEFECT, UNEXPLAINED, explain, find, write_finding
+from .hunting import EXPECTED, SNAPSHOT_DEFECT, UNEXPLAINED, Finding, explain, find_each, guided_each, write_finding
+from .parallel import ordered_map
 
 # The breadth-first scope: small enough to reach depth 7-11 in a few seconds, with every fault
 # that changes what a configuration promises (controller failovers matter only under a toggle).
@@ -48,7 +50,7 @@ class Cell(NamedTuple):
     promised: bool  # the catalogue expects it to hold under this configuration
     kind: str | None  # None: no violation found; else EXPECTED, SNAPSHOT_DEFECT or UNEXPLAINED
     steps: int | None  # the counterexample's length
-    method: str | None  # "explore" (shortest within its scope) or "stateful" (delta-debugged)
+    method: str | None  # "explore" (shortest within its scope), "stateful" or "guided" (delta-debugged)
     path: str | None  # the counterexample file (`rmqcheck replay`)
     message: str = ""
 
@@ -62,7 +64,7 @@ class Row(NamedTuple):
     exhaustive: bool
     explore_seconds: float
     hunt_seconds: float
-    hunt_steps: int  # stateful steps run (0 for the other modes)
+    hunt_steps: int  # stateful and guided steps run (0 for the other modes)
     cells: tuple[Cell, ...]
 
     def unexplained(self) -> list[Cell]:
@@ -161,7 +163,7 @@ def _cell(inv_id: str, promised: bool, finding, path: Path) -> Cell:
 
 def check_controller(cfg: Config, budget: float, out_dir: Path, seed: int = 0) -> Row:
     """Explore the small scope for half the budget, then hunt the whole configuration for the
-    invariants still unbroken."""
+    invariants still unbroken: stateful for a quarter, guided walks for the last quarter."""
     name = label(controller_settings(cfg))
     scope = cfg._replace(max_messages=2, message_sizes=(1,), faults=EXPLORE_FAULTS)
     bounds = EXPLORE_BOUNDS._replace(symmetry=cfg.brokers > 2 and not cfg.async_learners)
@@ -171,22 +173,21 @@ def check_controller(cfg: Config, budget: float, out_dir: Path, seed: int = 0) -
         finding = explain(scope, list(hit.actions), inv_id, hit.message, None, "explore", len(hit.actions))
         path = write_finding(finding, out_dir / f"{name}-{inv_id}.json")
         cells[inv_id] = _cell(inv_id, BY_ID[inv_id].expected(cfg), finding, path)
-    remaining = set(BY_ID) - set(cells)
     start = time.perf_counter()
     hunt_steps = 0
-    while remaining:
-        left = budget / 2 - (time.perf_counter() - start)
-        if left <= 0:
-            break
-        finding, result = find(cfg, remaining, left, seed)
+
+    def record(finding: Finding | None) -> None:
+        if finding is not None:
+            inv_id = finding.counterexample.invariant
+            path = write_finding(finding, out_dir / f"{name}-{inv_id}.json")
+            cells[inv_id] = _cell(inv_id, BY_ID[inv_id].expected(cfg), finding, path)
+
+    for finding, result in find_each(cfg, set(BY_ID) - set(cells), budget / 4, seed):
         hunt_steps += result.stats.steps
-        seed += result.batches
-        if finding is None:
-            break
-        inv_id = finding.counterexample.invariant
-        remaining.discard(inv_id)
-        path = write_finding(finding, out_dir / f"{name}-{inv_id}.json")
-        cells[inv_id] = _cell(inv_id, BY_ID[inv_id].expected(cfg), finding, path)
+        record(finding)
+    for finding, steps in guided_each(cfg, set(BY_ID) - set(cells), budget / 4, seed):
+        hunt_steps += steps
+        record(finding)
     ordered = tuple(cells.get(inv.id) or Cell(inv.id, inv.expected(cfg), None, None, None, None) for inv in CATALOGUE)
     return Row("controller", controller_settings(cfg), r.states, r.transitions, r.depth, r.exhaustive, r.seconds,
                time.perf_counter() - start, hunt_steps, ordered)
@@ -240,20 +241,7 @@ def run(
     """Check every row, `jobs` at a time (one process each); rows come back in input order."""
     tasks = [("controller", c, budget, out_dir, seed) for c in controller]
     tasks += [("mode", c, mode_budget, out_dir, seed) for c in others]
-    if jobs <= 1:
-        rows = []
-        for t in tasks:
-            rows.append(_check(t))
-            if on_row:
-                on_row(rows[-1])
-        return rows
-    with ProcessPoolExecutor(jobs) as pool:
-        rows = []
-        for row in pool.map(_check, tasks):
-            rows.append(row)
-            if on_row:
-                on_row(row)
-        return rows
+    return ordered_map(_check, tasks, jobs, on_row)
 
 
 def to_json(rows: list[Row]) -> list[dict[str, Any]]:

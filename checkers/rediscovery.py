@@ -2,13 +2,13 @@
 each bug toggle, a measure of the harness itself.
 
 Controller-mode toggles are hunted on the intended baseline plus the toggle, under the smallest
-configuration known to expose it (model/bugs.py `exposing`), by three methods: the Hypothesis
-stateful hunt and seeded random walks (one run per seed), and breadth-first exploration of
-growing scopes (deterministic: one run stands for every seed). Liveness toggles are looked for
+configuration known to expose it (model/bugs.py `exposing`), by four methods: the Hypothesis
+stateful hunt, seeded random walks and coverage-guided walks (one run per seed), and
+breadth-first exploration of growing scopes (deterministic: one run stands for every seed). Liveness toggles are looked for
 by the lasso search of checkers/liveness.py. Toggles of the consistent-point search are also
 refuted by Z3 (checkers/proofs.py), whose witness logs are then replicated in the model from a
-constructed start. The other modes' toggles are explored and walked on the configuration of
-their regression scenario. A toggle no method finds is the harness's bug.
+constructed start. The other modes' toggles are explored, walked and guided-walked on the
+configuration of their regression scenario. A toggle no method finds is the harness's bug.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import statistics
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -25,12 +24,13 @@ from rmqcheck.model import classic, dledger, recovery
 from rmqcheck.model.bugs import TOGGLES
 
 from . import configs, explore, liveness, modes, proofs
+from .parallel import ordered_map
 from .hunting import find
-from .walk import mode_walk, walk
+from .walk import guided, mode_guided, mode_walk, walk
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
-METHODS = ("stateful", "explore", "walk", "liveness", "prove")  # table columns, in this order
-SEEDED = ("stateful", "walk")  # methods whose result depends on the seed
+METHODS = ("stateful", "explore", "walk", "guided", "liveness", "prove")  # table columns, in this order
+SEEDED = ("stateful", "walk", "guided")  # methods whose result depends on the seed
 WALK_DEPTH = 60
 LIVENESS_BOUNDS = explore.Bounds(max_sss_epoch=4)  # the L3 lasso needs a failover, a rejoin and a crash
 PROVE_K = 8  # entries per epoch list, as `rmqcheck prove` (its default)
@@ -90,10 +90,10 @@ def subjects() -> list[Subject]:
             out.append(Subject(t.name, "controller", t.ref, ("liveness",)))
         else:
             proved = ("prove",) if t.name in proofs.VARIANT_BY_TOGGLE else ()
-            out.append(Subject(t.name, "controller", t.ref, ("stateful", "explore", "walk", *proved)))
+            out.append(Subject(t.name, "controller", t.ref, ("stateful", "explore", "walk", "guided", *proved)))
     for mode_name, toggles in (("classic", classic.TOGGLES), ("dledger", dledger.TOGGLES + dledger.MUTANTS),
                                ("recovery", recovery.TOGGLES)):
-        out += [Subject(t.name, mode_name, _short_ref(t.source), ("explore", "walk")) for t in toggles]
+        out += [Subject(t.name, mode_name, _short_ref(t.source), ("explore", "walk", "guided")) for t in toggles]
     return out
 
 
@@ -114,6 +114,9 @@ def _controller_attempt(name: str, method: str, seed: int, budget: float) -> Att
         hit = finding and (finding.counterexample.invariant, len(finding.counterexample.actions))
     elif method == "walk":
         r = walk(cfg, seed, WALK_DEPTH, budget, targets)
+        hit = r.hit and (r.hit.invariant, len(r.hit.shrunk))
+    elif method == "guided":
+        r = guided(cfg, seed, budget, targets)
         hit = r.hit and (r.hit.invariant, len(r.hit.shrunk))
     elif method == "explore":
         found, _ = explore.hunt(cfg, targets, budget)
@@ -139,8 +142,8 @@ def _mode_attempt(name: str, mode_name: str, method: str, seed: int, budget: flo
     path = next(p for p in sorted((SCENARIOS / mode_name).glob(f"{name}*.scn")))
     cfg = modes.read(path).config._replace(bugs=frozenset({name}))
     start = time.perf_counter()
-    if method == "walk":
-        w = mode_walk(mode, cfg, seed, WALK_DEPTH, budget)
+    if method in ("walk", "guided"):
+        w = mode_walk(mode, cfg, seed, WALK_DEPTH, budget) if method == "walk" else mode_guided(mode, cfg, seed, budget)
         hit = w and (w.invariant, len(w.shrunk))
     else:
         r = explore.Explorer(cfg, explore.Bounds(symmetry=True)).run(budget, stop_on=[i.id for i in mode.invariants])
@@ -170,20 +173,7 @@ def _task(task: tuple) -> Measure:
 def measure(chosen: Iterable[Subject], seeds: int, budget: float, jobs: int = 1,
             on_measure: Callable[[Measure], None] | None = None) -> list[Measure]:
     tasks = [(s, m, seeds, budget) for s in chosen for m in s.methods]
-    results = []
-    if jobs <= 1:
-        runner: Any = map(_task, tasks)
-        for m in runner:
-            results.append(m)
-            if on_measure:
-                on_measure(m)
-        return results
-    with ProcessPoolExecutor(jobs) as pool:
-        for m in pool.map(_task, tasks):
-            results.append(m)
-            if on_measure:
-                on_measure(m)
-    return results
+    return ordered_map(_task, tasks, jobs, on_measure)
 
 
 def to_json(measures: list[Measure]) -> list[dict[str, Any]]:
@@ -193,3 +183,19 @@ def to_json(measures: list[Measure]) -> list[dict[str, Any]]:
          "attempts": [a._asdict() for a in m.attempts]}
         for m in measures
     ]
+
+
+def from_json(rows: list[dict[str, Any]]) -> list[Measure]:
+    """The measures `to_json` wrote; ValueError names the first bad record."""
+    known = {(s.toggle, s.mode, m) for s in subjects() for m in s.methods}
+    out = []
+    for i, r in enumerate(rows, start=1):
+        try:
+            attempts = tuple(Attempt(**a) for a in r["attempts"])
+            m = Measure(r["toggle"], r["mode"], r["method"], float(r["budget"]), attempts)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"record {i}: not a measure as `--json` writes it ({exc!r})") from None
+        if (m.toggle, m.mode, m.method) not in known:
+            raise ValueError(f"record {i}: no toggle {m.toggle!r} measured by {m.method!r} in {m.mode} mode")
+        out.append(m)
+    return out

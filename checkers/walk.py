@@ -4,27 +4,39 @@ Each walk starts at the initial state and takes uniformly random enabled actions
 bound, checking every invariant after every step (TLC's -simulate). Walk i of a run with seed S
 uses `random.Random(f"{S}:{i}")`, so any walk can be re-run alone; a violating walk is shrunk
 by delta debugging (checkers/replay.py) before it is reported.
+
+Guided walks (`guided`, `mode_guided`) add a corpus, as AFL's fuzzing loop and novelty search
+do: every state whose coarse key (a few fields per broker, `controller_key`) was never seen
+before is kept with the actions that reached it, and each round restarts from a uniformly
+chosen kept state for `GUIDED_HOP` steps. A state that needs a long, particular prefix (a
+second failover after a truncation, an old entry overwritten two terms later) is then one
+short hop from a kept state instead of a rare event of a walk from the start. The run is one
+stream `random.Random(S)`: the same seed and a long enough budget find the same violation.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Hashable, Iterable, NamedTuple
 
 from rmqcheck.invariants.catalogue import BY_ID, check_state, check_transition
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import Action, NotEnabled, initial_state, successors
+from rmqcheck.model.world import State
 
 from .coverage import Coverage
 from .modes import Mode
 from .replay import ddmin, shrink
 
 
+GUIDED_HOP = 10  # steps from a kept state per round of a guided walk
+
+
 class WalkHit(NamedTuple):
     invariant: str
     message: str
-    walk: int  # index of the violating walk
+    walk: int  # index of the violating walk (guided: of the round)
     actions: tuple[Action, ...]  # as walked, up to the violation
     shrunk: tuple[Action, ...]  # after delta debugging
 
@@ -35,6 +47,7 @@ class WalkResult(NamedTuple):
     seconds: float
     hit: WalkHit | None
     coverage: Coverage
+    kept: int = 0  # guided: states kept as starting points
 
 
 def one_walk(
@@ -103,12 +116,16 @@ def mode_walk(mode: Mode, cfg: Any, seed: int = 0, depth: int = 60, budget: floa
             actions.append(a)
             vs = mode.check_transition(s, a, n, cfg) + mode.check_state(n, cfg)
             if vs:
-                inv = vs[0].invariant
-                shrunk = ddmin(actions, lambda acts: _mode_lenient(mode, cfg, acts, inv))
-                return WalkHit(inv, vs[0].message, index, tuple(actions), tuple(shrunk))
+                return _mode_hit(mode, cfg, index, actions, (vs[0].invariant, vs[0].message))
             s = n
         index += 1
     return None
+
+
+def _mode_hit(mode: Mode, cfg: Any, index: int, actions: list[tuple], violation: tuple[str, str]) -> WalkHit:
+    inv, message = violation
+    shrunk = ddmin(actions, lambda acts: _mode_lenient(mode, cfg, acts, inv))
+    return WalkHit(inv, message, index, tuple(actions), tuple(shrunk))
 
 
 def _mode_lenient(mode: Mode, cfg: Any, actions: list[tuple], invariant: str) -> list[tuple] | None:
@@ -126,3 +143,120 @@ def _mode_lenient(mode: Mode, cfg: Any, actions: list[tuple], invariant: str) ->
             return ran
         s = nxt
     return None
+
+
+def controller_key(s: State) -> Hashable:
+    """What a guided walk counts as new in controller mode: per broker, whether it is up and
+    running, its role, master epoch and master, log length, epoch list, confirm offset, client
+    and connections; the controller's applied log, the faults used and the partition. Offsets
+    inside the log, timers and the ghosts are left out, so the corpus stays thousands of states
+    rather than millions."""
+    brokers = tuple(
+        (b.up, b.running, b.role, b.master_epoch, b.master_id, len(b.log.cells), b.epochs, b.confirm, b.client, b.conns)
+        for b in s.brokers
+    )
+    return brokers, s.ctrl.applied, s.used, s.cut
+
+
+def _dledger_key(s: Any) -> Hashable:
+    """DLedger: per member, up, term, vote, role, leader, the terms of its log, the
+    ledgerEndTerm its votes compare (which A4 sets wrong) and its commit index; and the crashes
+    used."""
+    return tuple((m.up, m.term, m.voted, m.role, m.leader, tuple(e.term for e in m.log), m.end_term, m.committed)
+                 for m in s.members), s.crashes
+
+
+# Classic HA and recovery spaces are small: every distinct state is new.
+MODE_KEYS: dict[str, Callable[[Any], Hashable]] = {"dledger": _dledger_key}
+
+
+class _Run(NamedTuple):
+    rounds: int
+    steps: int
+    kept: int
+    actions: list  # the violating round's actions from the initial state; [] if none
+    violation: tuple[str, str] | None  # (invariant, message)
+
+
+def _guided_search(
+    s0: Any,
+    successors_of: Callable[[Any], list],
+    violation_of: Callable[[Any, Any, Any], tuple[str, str] | None],
+    key: Callable[[Any], Hashable],
+    seed: int,
+    budget: float,
+    hop: int,
+    progress: Callable[[int, int, float], None] | None = None,
+    on_step: Callable[[Any, Any, Any], None] | None = None,
+) -> _Run:
+    rng = random.Random(seed)
+    corpus: list[tuple[tuple, Any]] = [((), s0)]
+    seen = {key(s0)}
+    start = time.perf_counter()
+    next_report = start + 1.0
+    rounds = steps = 0
+    while time.perf_counter() - start < budget:
+        prefix, s = corpus[rng.randrange(len(corpus))]
+        actions = list(prefix)
+        rounds += 1
+        for _ in range(hop):
+            succ = successors_of(s)
+            if not succ:
+                break
+            a, n = succ[rng.randrange(len(succ))]
+            actions.append(a)
+            steps += 1
+            if on_step is not None:
+                on_step(s, a, n)
+            violation = violation_of(s, a, n)
+            if violation is not None:
+                return _Run(rounds, steps, len(corpus), actions, violation)
+            k = key(n)
+            if k not in seen:
+                seen.add(k)
+                corpus.append((tuple(actions), n))
+            s = n
+        now = time.perf_counter()
+        if progress is not None and now >= next_report:
+            next_report = now + 1.0
+            progress(rounds, steps, now - start)
+    return _Run(rounds, steps, len(corpus), [], None)
+
+
+def guided(
+    cfg: Config,
+    seed: int = 0,
+    budget: float = 60.0,
+    invariants: Iterable[str] | None = None,
+    hop: int = GUIDED_HOP,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> WalkResult:
+    """Coverage-guided walks of controller mode (see the module docstring); the violating
+    round's actions, from the initial state, delta-debugged."""
+    ids = frozenset(BY_ID if invariants is None else invariants)
+    coverage = Coverage(cfg)
+
+    def violation_of(s: State, a: Action, n: State) -> tuple[str, str] | None:
+        vs = check_transition(s, a, n, cfg, ids) + check_state(n, cfg, ids)
+        return (vs[0].invariant, vs[0].message) if vs else None
+
+    start = time.perf_counter()
+    r = _guided_search(initial_state(cfg), lambda s: successors(s, cfg), violation_of, controller_key,
+                       seed, budget, hop, progress, coverage.record)
+    hit = None
+    if r.violation is not None:
+        inv, message = r.violation
+        hit = WalkHit(inv, message, r.rounds - 1, tuple(r.actions), tuple(shrink(cfg, r.actions, inv)))
+    return WalkResult(r.rounds, r.steps, time.perf_counter() - start, hit, coverage, r.kept)
+
+
+def mode_guided(mode: Mode, cfg: Any, seed: int = 0, budget: float = 60.0, hop: int = GUIDED_HOP) -> WalkHit | None:
+    """`guided` for another mode, with its key from MODE_KEYS (default: the whole state)."""
+
+    def violation_of(s: Any, a: tuple, n: Any) -> tuple[str, str] | None:
+        vs = mode.check_transition(s, a, n, cfg) + mode.check_state(n, cfg)
+        return (vs[0].invariant, vs[0].message) if vs else None
+
+    r = _guided_search(mode.initial_state(cfg), lambda s: mode.successors(s, cfg), violation_of,
+                       MODE_KEYS.get(mode.name, lambda s: s), seed, budget, hop)
+    return r.violation and _mode_hit(mode, cfg, r.rounds - 1, r.actions, r.violation)

@@ -17,7 +17,8 @@ MATRIX_LEGEND = (
     "`✓` promised and held; `·` not promised, no violation found; `✗n` violated where not promised, "
     "shortest counterexample found `n` steps; `✗n defect` (`✗n toggle`) a promised invariant broken by a "
     "known snapshot defect (a bug toggle turned on); `✗n UNEXPLAINED` a promised invariant broken: a failure. Explored: every state within that "
-    "many steps of the small scope was checked; hunted: seconds of stateful search of the whole configuration."
+    "many steps of the small scope was checked; hunted: seconds of search of the whole configuration, half "
+    "by the stateful hunt, half by guided walks."
 )
 
 
@@ -109,8 +110,9 @@ def bugs_markdown(subjects: list[Subject], measures: list[Measure], note: str = 
         lines.append([f"`{s.toggle}`", s.ref, s.mode, status, *cells])
     text = _table(["toggle", "ref", "mode", "status", *METHODS], lines)
     legend = ("Each cell: median time to find over the seeds (a miss counts as never; seeds stop once more "
-              "than half missed), the invariant, the shortest counterexample found, and found/run. "
-              "Exploration, the liveness search and Z3 are deterministic: one run. prove: Z3 refutes the "
+              "than half missed), the invariant, the shortest counterexample found, and found/run; n/a: not measured. "
+              "Exploration, the liveness search and Z3 are deterministic: one run. guided: random walks that keep "
+              "every state of a new coarse shape as a restart point (checkers/walk.py). prove: Z3 refutes the "
               "consistent-point property the toggle breaks, and the model, started from the witness logs "
               "(constructed, not reached from an empty cluster), replicates them into the invariant shown.")
     return text + "\n\n" + legend + (f" {note}" if note else "")

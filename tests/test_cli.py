@@ -45,6 +45,16 @@ def test_hunt_finds_a_toggle_writes_a_file_and_replay_reproduces_it(tmp_path, ca
     assert code == 1 and f"reproduced: {invariant}" in out
 
 
+def test_a_guided_hunt_writes_a_counterexample_replay_reproduces(tmp_path, capsys):
+    out_file = tmp_path / "g.json"
+    code, out, _ = run(capsys, "hunt", "--bug", "received_epoch_survives_truncation", "--method", "guided",
+                       "--budget", "60", "--out", str(out_file))
+    assert code == 1 and "kept states" in out and "guided walk took" in out
+    assert json.loads(out_file.read_text())["method"] == "guided"
+    code, out, _ = run(capsys, "replay", str(out_file))
+    assert code == 1 and "reproduced: I5" in out
+
+
 def test_hunt_of_the_intended_baseline_exits_0(capsys):
     code, out, _ = run(capsys, "hunt", "--config", "durable", "--intended", "--budget", "3")
     assert code == 0 and "no violation found" in out

@@ -6,7 +6,11 @@ import json
 
 from rmqcheck.checkers import modes, rediscovery
 from rmqcheck.checkers.rediscovery import Attempt, Measure, Subject
-from rmqcheck.checkers.walk import mode_walk
+from rmqcheck.checkers import configs
+from rmqcheck.checkers.replay import run_lenient
+from rmqcheck.checkers.hunting import SNAPSHOT_DEFECT, guided_each
+from rmqcheck.checkers.walk import mode_guided, mode_walk
+from rmqcheck.invariants.catalogue import expected_ids
 from rmqcheck.cli import main
 from rmqcheck.model.bugs import TOGGLES
 from rmqcheck.report.tables import bugs_markdown
@@ -19,12 +23,12 @@ def test_every_toggle_of_every_mode_is_a_subject():
     for mode in modes.MODES.values():
         assert {(mode.name, t) for t in mode.toggles} <= names
     by_name = {s.toggle: s for s in subjects}
-    assert by_name["ack_uses_local_sss_only"].methods == ("stateful", "explore", "walk")
+    assert by_name["ack_uses_local_sss_only"].methods == ("stateful", "explore", "walk", "guided")
     assert by_name["no_inactive_master_scan"].methods == ("liveness",)
     assert by_name["expand_without_epoch_start_check"].methods == ()
     assert by_name["follower_last_log_term_is_currTerm"].ref == "A4"
-    assert by_name["follower_last_log_term_is_currTerm"].methods == ("explore", "walk")
-    assert by_name["truncation_matches_epoch_only"].methods == ("stateful", "explore", "walk", "prove")
+    assert by_name["follower_last_log_term_is_currTerm"].methods == ("explore", "walk", "guided")
+    assert by_name["truncation_matches_epoch_only"].methods == ("stateful", "explore", "walk", "guided", "prove")
 
 
 def miss(seed: int) -> Attempt:
@@ -71,7 +75,8 @@ def test_measure_finds_toggles_of_each_kind_and_writes_the_tables(tmp_path, caps
     rows = json.loads((tmp_path / "b.json").read_text())
     assert {(r["toggle"], r["method"]) for r in rows} == {
         ("ack_uses_local_sss_only", "stateful"), ("ack_uses_local_sss_only", "explore"),
-        ("ack_uses_local_sss_only", "walk"), ("ack_beyond_master_max", "explore"), ("ack_beyond_master_max", "walk"),
+        ("ack_uses_local_sss_only", "walk"), ("ack_uses_local_sss_only", "guided"),
+        ("ack_beyond_master_max", "explore"), ("ack_beyond_master_max", "walk"), ("ack_beyond_master_max", "guided"),
         ("no_inactive_master_scan", "liveness")}
     assert all(r["median_seconds"] is not None for r in rows)
     assert {r["invariant"] for r in rows if r["toggle"] == "no_inactive_master_scan"} == {"L1"}
@@ -91,6 +96,56 @@ def test_a_mode_walk_finds_what_exploration_of_the_scenario_configuration_misses
     w = mode_walk(mode, cfg, seed=0, depth=rediscovery.WALK_DEPTH, budget=60)
     assert w is not None and w.invariant == "D7" and len(w.shrunk) < len(w.actions)
     assert modes.replay(mode, cfg, w.shrunk).first("D7") is not None
+
+
+def test_a_guided_walk_finds_a_toggle_behind_a_long_prefix():
+    """received_epoch_survives_truncation needs a truncation, then a failover, then a rejoin:
+    plain walks of 60 steps missed it on every seed in 60 s; guided walks keep the states on
+    the way as restart points."""
+    name = "received_epoch_survives_truncation"
+    cfg = configs.exposing(frozenset({name}))
+    finding, _ = next(guided_each(cfg, expected_ids(cfg), budget=60, seed=0))
+    cx = finding.counterexample
+    assert cx.invariant == "I5" and cx.method == "guided" and finding.kind == SNAPSHOT_DEFECT
+    assert len(cx.actions) < finding.raw_steps
+    assert run_lenient(cfg, list(cx.actions), "I5") is not None
+    assert run_lenient(cfg._replace(bugs=cfg.bugs - {name}), list(cx.actions), "I5") is None
+
+
+def test_a_guided_walk_of_another_mode_finds_its_toggle():
+    mode = modes.MODES["classic"]
+    cfg = modes.read(rediscovery.SCENARIOS / "classic" / "ack_beyond_master_max.scn").config
+    w = mode_guided(mode, cfg, seed=0, budget=60)
+    assert w is not None and modes.replay(mode, cfg, w.shrunk).first(w.invariant) is not None
+
+
+def test_update_remeasures_some_toggles_and_methods_and_keeps_the_rest(tmp_path, capsys):
+    earlier = [Measure("no_inactive_master_scan", "controller", "liveness", 300, (hit(0, 8.0, 12),)),
+               Measure("ack_beyond_master_max", "classic", "explore", 300, (miss(0),)),
+               Measure("ack_beyond_master_max", "classic", "walk", 300, (miss(0),))]
+    update = tmp_path / "b.json"
+    update.write_text(json.dumps(rediscovery.to_json(earlier)))
+    argv = ["bugs", "--measure", "--only", "ack_beyond_master_max", "--only", "ack_check_skips_first_report",
+            "--method", "walk", "--method", "guided", "--budget", "30", "--seeds", "1", "--jobs", "1", "--update", str(update)]
+    assert main(argv) == 0
+    rows = {(r["toggle"], r["method"]): r for r in json.loads(update.read_text())}
+    assert set(rows) == {("no_inactive_master_scan", "liveness"), ("ack_beyond_master_max", "explore"),
+                         ("ack_beyond_master_max", "walk"), ("ack_beyond_master_max", "guided"),
+                         ("ack_check_skips_first_report", "walk"), ("ack_check_skips_first_report", "guided")}
+    assert rows["no_inactive_master_scan", "liveness"]["budget"] == 300
+    assert rows["ack_beyond_master_max", "explore"]["found"] == 0  # not re-measured
+    assert rows["ack_beyond_master_max", "walk"]["found"] == 1 and rows["ack_beyond_master_max", "walk"]["budget"] == 30
+    out = capsys.readouterr().out
+    assert "other budgets: ack_beyond_master_max explore (300s), no_inactive_master_scan liveness (300s)" in out
+
+
+def test_a_bad_update_file_exits_2_naming_the_record(tmp_path, capsys):
+    bad = tmp_path / "b.json"
+    bad.write_text(json.dumps([{"toggle": "ack_beyond_master_max"}]))
+    assert main(["bugs", "--measure", "--only", "ack_beyond_master_max", "--update", str(bad)]) == 2
+    assert f"--update {bad}: record 1" in capsys.readouterr().err
+    assert main(["bugs", "--measure", "--update", str(bad)]) == 2
+    assert "--only" in capsys.readouterr().err
 
 
 def test_unknown_toggles_exit_2(capsys):

@@ -10,7 +10,8 @@ import pytest
 from rmqcheck.checkers import liveness
 from rmqcheck.checkers.counterexample import read
 from rmqcheck.checkers.replay import replay, reproduces, run_lenient
-from rmqcheck.invariants.catalogue import BY_ID
+from rmqcheck.invariants.catalogue import BY_ID, expected_ids
+from rmqcheck.model.broker import get_confirm_offset
 from rmqcheck.model.bugs import BY_NAME, TOGGLES
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
@@ -66,3 +67,14 @@ def test_the_defaults_lose_acked_messages_c4():
     assert cx.config.sync_flush and not cx.config.all_ack  # the loss is replication's, not the disk's
     last = replay(cx.config, cx.actions).states[-1]
     assert last.ctrl.applied.master != last.msgs[0].writer  # a deposed master acked it
+
+
+def test_a_torn_tail_ack_moves_confirm_offset_back_to_a_message_boundary():
+    """scenarios/quirks/: the real confirmOffset goes back within an epoch; I4 holds because the
+    message boundary below it does not."""
+    cx = read(SCENARIOS / "quirks" / "torn-tail-ack-moves-confirm-back.scn")
+    assert cx.invariant is None and BY_ID["I4"].expected(cx.config)
+    r = replay(cx.config, cx.actions, frozenset(expected_ids(cx.config)))
+    assert r.first() is None
+    confirms = [get_confirm_offset(s.broker(1), cx.config) for s in r.states]
+    assert confirms[-2:] == [4, 3] and r.states[-1].broker(1).master_epoch == r.states[-3].broker(1).master_epoch
