@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from itertools import permutations
+from operator import itemgetter
 
 from .broker import Broker, Client, Conn, PendingPut
 from .commitlog import Message
@@ -31,7 +32,7 @@ _PUTS = Broker._fields.index("puts")
 assert Conn._fields[-1] == "last_transfer_time"
 assert PendingPut._fields.index("deadline") == 2
 assert LiveInfo._fields[0] == "last_update"
-assert Controller._fields[2] == "live"
+assert Controller._fields == ("applied", "pending", "live", "grants", "before_last", "last_event")
 assert State._fields == ("now", "brokers", "ctrl", "cut", "msgs", "sends", "reads", "used", "ran", "consumer")
 assert Message._fields[-1] == "writer" and SendRecord._fields[1] == ReadRecord._fields[-1] == "broker"
 assert Conn._fields[0] == "slave" and Client._fields[1] == "master"
@@ -45,7 +46,8 @@ def _timeless_broker(b: Broker, now: int, caught_cap: int) -> tuple:
 
 
 def timeless(s: State, cfg: Config) -> tuple:
-    """The state with every timestamp replaced by its clamped age (a plain tuple, for hashing)."""
+    """The state with every timestamp replaced by its clamped age (a plain tuple, for hashing):
+    (brokers, controller, the rest of the state from `cut` on)."""
     now = s.now
     live_cap = cfg.heartbeat_timeout + 1
     # lastTransferTime becomes a caught-up time (`updateConnectionLastCaughtUpTime`), so both
@@ -56,7 +58,7 @@ def timeless(s: State, cfg: Config) -> tuple:
     )
     c = s.ctrl
     live = tuple(None if i is None else (min(now - i[0], live_cap),) + i[1:] for i in c.live)
-    return (brokers, c[:2], live, c[3:], s[3:])
+    return (brokers, _make(Controller, c[:2] + (live,) + c[3:]), s[3:])
 
 
 # --- broker renaming ---------------------------------------------------------------------------
@@ -101,7 +103,10 @@ class _Renamer:
         return tuple([(self.ids(sss), e, se) for sss, e, se in alters])
 
     def broker(self, b: Broker) -> Broker:
-        return _make(Broker, [v if f is None else f(self, v) for f, v in zip(_BROKER_RENAMES, b)])
+        fields = list(b)
+        for i, f in _ID_FIELDS:
+            fields[i] = f(self, fields[i])
+        return _make(Broker, fields)
 
     def set_state(self, s: SetState | None) -> SetState | None:
         if s is None:
@@ -116,6 +121,32 @@ class _Renamer:
         if isinstance(ev, ApplyBrokerIdEvent):
             return ApplyBrokerIdEvent(self.perm[ev.broker_id - 1])
         return ev
+
+    def controller(self, c: Controller) -> Controller:
+        return _make(
+            Controller,
+            (
+                self.set_state(c[0]),
+                tuple([self.event(ev) for ev in c[1]]),
+                self.permuted(c[2]),
+                tuple([(e, self.id(b)) for e, b in c[3]]),
+                self.set_state(c[4]),
+                self.event(c[5]),
+            ),
+        )
+
+    def rest(self, rest: tuple) -> tuple:
+        """State fields from `cut` on."""
+        cut, msgs, sends, reads, used, ran, consumer = rest
+        return (
+            self.ids(cut),
+            tuple([_make(Message, m[:-1] + (self.id(m[-1]),)) for m in msgs]),
+            tuple([_make(SendRecord, (x[0], self.id(x[1]), x[2])) for x in sends]),
+            tuple([_make(ReadRecord, x[:3] + (self.id(x[3]),)) for x in reads]),
+            used,
+            frozenset([self.task(t) for t in ran]),
+            consumer,
+        )
 
     def permuted(self, items: tuple) -> tuple:
         """A tuple indexed by broker id - 1, reordered."""
@@ -140,35 +171,21 @@ _BROKER_FIELD_RENAMES = {
 _BROKER_RENAMES = tuple(_BROKER_FIELD_RENAMES.get(f) for f in Broker._fields)
 assert set(_BROKER_FIELD_RENAMES) <= set(Broker._fields)
 _ID_FREE = tuple(i for i, f in enumerate(_BROKER_RENAMES) if f is None)
+_ID_FIELDS = tuple((i, f) for i, f in enumerate(_BROKER_RENAMES) if f is not None)
 
 
 def rename(s: State, perm: tuple[int, ...]) -> State:
     """The state with broker i called perm[i - 1] everywhere."""
     r = _Renamer(perm)
-    c = s.ctrl
-    ctrl = Controller(
-        applied=r.set_state(c.applied),
-        pending=tuple(r.event(ev) for ev in c.pending),
-        live=r.permuted(c.live),
-        grants=tuple((e, r.id(b)) for e, b in c.grants),
-        before_last=r.set_state(c.before_last),
-        last_event=r.event(c.last_event),
-    )
-    return _make(
-        State,
-        (
-            s.now,
-            r.permuted(tuple([r.broker(b) for b in s.brokers])),
-            ctrl,
-            r.ids(s.cut),
-            tuple([_make(Message, m[:-1] + (r.id(m[-1]),)) for m in s.msgs]),
-            tuple([_make(SendRecord, (x[0], r.id(x[1]), x[2])) for x in s.sends]),
-            tuple([_make(ReadRecord, x[:3] + (r.id(x[3]),)) for x in s.reads]),
-            s.used,
-            frozenset([r.task(t) for t in s.ran]),
-            s.consumer,
-        ),
-    )
+    brokers = r.permuted(tuple([r.broker(b) for b in s.brokers]))
+    return _make(State, (s.now, brokers, r.controller(s.ctrl)) + r.rest(s[3:]))
+
+
+def _rename_view(view: tuple, perm: tuple[int, ...]) -> tuple:
+    """`timeless(rename(s, perm))` from `timeless(s)`: ages carry no broker ids."""
+    r = _Renamer(perm)
+    brokers, ctrl, rest = view
+    return (r.permuted(tuple([r.broker(b) for b in brokers])), r.controller(ctrl), r.rest(rest))
 
 
 # Action arguments that name a broker; `mask` is a bit set of brokers.
@@ -186,8 +203,11 @@ def rename_action(action: tuple, arg_names: tuple[str, ...], perm: tuple[int, ..
     return tuple(out)
 
 
+_id_free_fields = itemgetter(*_ID_FREE)
+
+
 def _signature(view_broker: tuple, cut: bool) -> int:
-    return hash((cut,) + tuple(view_broker[i] for i in _ID_FREE))
+    return hash((cut, _id_free_fields(view_broker)))
 
 
 def canonical_key(s: State, cfg: Config, group: list[tuple[int, ...]]) -> int:
@@ -211,7 +231,7 @@ def canonical_key(s: State, cfg: Config, group: list[tuple[int, ...]]) -> int:
             chosen.append(perm)
     best = None
     for perm in chosen:
-        h = hash(view if perm == group[0] else timeless(rename(s, perm), cfg))
+        h = hash(view if perm == group[0] else _rename_view(view, perm))
         if best is None or h < best:
             best = h
     return best
