@@ -13,11 +13,13 @@ n^2 / 2^64 for n states.
 
 from __future__ import annotations
 
+import inspect
 import itertools
+from collections import deque
 
 import time
 from array import array
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Generator, Iterable, NamedTuple
 
 from rmqcheck.invariants.catalogue import BY_ID, Violation, check_state, check_transition
 from rmqcheck.model import dledger
@@ -25,6 +27,7 @@ from rmqcheck.model.classic import ClassicConfig
 from rmqcheck.model.dledger import DLedgerConfig
 from rmqcheck.model.recovery import RecoveryConfig
 from rmqcheck.model.abstraction import canonical_key, symmetries, timeless
+from rmqcheck.model.controller import ELECT_MASTER_MAX_RETRY
 from rmqcheck.model.config import NO_FAULTS, SYNC_FLUSH, Config, FaultBudget
 from rmqcheck.model.step import Action, initial_state, successors
 from rmqcheck.model.world import State
@@ -288,14 +291,24 @@ class Explorer:
     ) -> Result:
         """Explore until the space is exhausted, `budget` seconds pass, or an invariant in
         `stop_on` is violated. With `label`, keep the graph (small configurations only)."""
+        search = self.search(stop_on, label)
+        return advance(search, budget, progress, progress_every) or stop(search)
+
+    def search(
+        self, stop_on: Iterable[str] = (), label: Callable[[State], object] | None = None
+    ) -> Generator[Progress, object, Result]:
+        """The search as a coroutine, so that several can share a budget (`hunt`): it yields
+        after each expanded state, and returns its Result when the space is exhausted, an
+        invariant in `stop_on` is violated, or it is sent STOP. Its seconds are its own
+        running time."""
         space = self.space
         stop_on = frozenset(stop_on)
         remaining = set(self.targets)
         hits: dict[str, Hit] = {}
         coverage = space.coverage()
         graph = Graph([], [], bytearray()) if label is not None else None
-        start = time.perf_counter()
-        next_report = start + progress_every
+        resumed = time.perf_counter()
+        seconds = 0.0
 
         def note(violations: list[Violation], prefix: tuple[Action, ...]) -> bool:
             for v in violations:
@@ -351,15 +364,15 @@ class Explorer:
                     stopped = "violation"
                     break
                 now = time.perf_counter()
-                if budget is not None and now - start > budget:
+                seconds += now - resumed
+                told = yield Progress(len(seen), transitions, len(level) + len(frontier), depth, seconds)
+                resumed = time.perf_counter()
+                if told is STOP:
                     stopped = "budget"
                     break
-                if progress is not None and now >= next_report:
-                    next_report = now + progress_every
-                    progress(Progress(len(seen), transitions, len(level) + len(frontier), depth, now - start))
             frontier = level
             depth += 1
-        seconds = time.perf_counter() - start
+        seconds += time.perf_counter() - resumed
         n = len(seen)
         return Result(
             states=n,
@@ -376,6 +389,43 @@ class Explorer:
         )
 
 
+STOP = object()  # sent to a search: end now, with what it has
+
+
+def advance(
+    search: Generator[Progress, object, Result],
+    seconds: float | None,
+    progress: Callable[[Progress], None] | None = None,
+    progress_every: float = 1.0,
+) -> Result | None:
+    """Run `search` for about `seconds` more (None: to its end). Its Result if it ended."""
+    now = time.perf_counter()
+    end = None if seconds is None else now + seconds
+    next_report = now + progress_every
+    try:
+        while True:
+            p = next(search)
+            now = time.perf_counter()
+            if progress is not None and now >= next_report:
+                next_report = now + progress_every
+                progress(p)
+            if end is not None and now >= end:
+                return None
+    except StopIteration as done:
+        return done.value
+
+
+def stop(search: Generator[Progress, object, Result]) -> Result:
+    """End a search that `advance` left running (or never started)."""
+    try:
+        if inspect.getgeneratorstate(search) == inspect.GEN_CREATED:
+            next(search)
+        search.send(STOP)
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("a search went on after STOP")
+
+
 def scopes(cfg: Config) -> list[tuple[Config, Bounds]]:
     """Growing scopes for hunting, smallest first (Alloy's small-scope hypothesis): no faults,
     then one fault of a single kind, then one of each kind the configuration allows, each with
@@ -384,7 +434,11 @@ def scopes(cfg: Config) -> list[tuple[Config, Bounds]]:
     counterexample within it (fewer kinds of noise keep the early spaces small).
 
     syncStateSetEpoch gets one more than masterEpoch: every election bumps both, so with equal
-    bounds a failover after any SyncStateSet change would never be expanded."""
+    bounds a failover after any SyncStateSet change would never be expanded. masterEpoch also
+    gets what the scope's faults can burn: a scan that finds no electable broker applies up to
+    electMasterMaxRetryCount failed elections, each bumping it (reference §7 item 10), so one
+    heartbeat timeout can take it from 1 to 5 (A9 needs exactly that). Only faults start such
+    a scan, so this stays finite where the SyncStateSet epoch (growing with no fault) does not."""
     kinds = [NO_FAULTS._replace(**{k: 1}) for k, n in cfg.faults._asdict().items() if n > 0]
     one_each = FaultBudget(*(min(n, 1) for n in cfg.faults))
     messages = ((1, (min(cfg.message_sizes),)), (2, cfg.message_sizes))
@@ -394,7 +448,8 @@ def scopes(cfg: Config) -> list[tuple[Config, Bounds]]:
     out: list[tuple[Config, Bounds]] = []
     for msgs, sizes, faults, epochs in plan:
         scope = cfg._replace(max_messages=min(msgs, cfg.max_messages), message_sizes=sizes, faults=faults)
-        bounds = Bounds(max_epoch=epochs, max_sss_epoch=epochs + 1)
+        burnt = ELECT_MASTER_MAX_RETRY * faults.total()
+        bounds = Bounds(max_epoch=epochs + burnt, max_sss_epoch=epochs + 1)
         if (scope, bounds) not in out:
             out.append((scope, bounds))
     return out
@@ -418,31 +473,44 @@ class ScopedHit(NamedTuple):
     result: Result
 
 
+SLICE = 1.0  # seconds a scope runs before the next one's turn in `hunt`
+
+
 def hunt(
     cfg: Config, targets: Iterable[str], budget: float, progress: Callable[[str, Progress], None] | None = None
 ) -> tuple[ScopedHit | None, list[tuple[Config, Bounds, Result]]]:
-    """Explore `scopes(cfg)` in turn until one violates a target invariant or the budget ends."""
+    """Explore `scopes(cfg)` side by side, in turns of SLICE seconds, until one violates a
+    target invariant or the budget ends. Sharing the time keeps a large scope that cannot finish
+    from starving the one with the counterexample; a scope that is exhausted leaves its turns
+    to the others."""
     targets = frozenset(targets)
     start = time.perf_counter()
-    tried: list[tuple[Config, Bounds, Result]] = []
     plan = scopes(cfg)
-    for i, (scope, bounds) in enumerate(plan):
+    searches = [Explorer(scope, bounds, targets).search(stop_on=targets) for scope, bounds in plan]
+    turns = deque(range(len(plan)))
+    ended: dict[int, Result] = {}
+    found: ScopedHit | None = None
+    while turns and found is None:
         left = budget - (time.perf_counter() - start)
         if left <= 0:
             break
-        if i < len(plan) - 1:
-            left /= 2  # a scope too large to finish leaves time for the others
-        label = describe_scope(scope, bounds)
-        ex = Explorer(scope, bounds, targets)
-        result = ex.run(left, stop_on=targets, progress=None if progress is None else lambda p: progress(label, p))
-        tried.append((scope, bounds, result))
+        i = turns.popleft()
+        label = describe_scope(*plan[i])
+        report = None if progress is None else lambda p: progress(label, p)
+        result = advance(searches[i], min(SLICE, left), report, SLICE / 2)
+        if result is None:
+            turns.append(i)
+            continue
+        ended[i] = result
         hit = next((h for h in result.hits.values() if h.invariant in targets), None)
         if hit is not None:
-            found = ScopedHit(scope, bounds, hit, result)
-            if i < len(plan) - 1:
-                found = _shorter_in_whole(found, plan[-1], targets, budget - (time.perf_counter() - start), tried)
-            return found, tried
-    return None, tried
+            found = ScopedHit(*plan[i], hit, result)
+    for i in turns:
+        ended[i] = stop(searches[i])
+    tried = [(*plan[i], ended[i]) for i in sorted(ended)]
+    if found is not None and (found.cfg, found.bounds) != plan[-1]:
+        found = _shorter_in_whole(found, plan[-1], targets, budget - (time.perf_counter() - start), tried)
+    return found, tried
 
 
 def _shorter_in_whole(found: ScopedHit, whole: tuple[Config, Bounds], targets: frozenset[str], left: float,

@@ -346,6 +346,18 @@ TOGGLES: tuple[Toggle, ...] = (
         ("L1", "L3"),
         {**_DURABLE, "brokers": 2, "max_messages": 0, "faults": _faults(crashes=1, controller_failovers=1)},
     ),
+    Toggle(
+        "transfer_only_confirmed",
+        "mutant",
+        "harness mutant (no known bug): #9689's stall, the known bug that keeps a member lagging, needs "
+        "commit-log file expiry, which is not modelled",
+        "WriteSocketService ships only up to confirmOffset instead of the log end. Under allAck the "
+        "confirmOffset waits for the member's ack, which waits for the data, and the writer's 'nothing to "
+        "send' heartbeats keep refreshing the member's caught-up time, so it is never shrunk out: "
+        "replication never resumes. A liveness defect (L2); stateful hunts find no safety violation.",
+        ("L2",),
+        {**_DURABLE, "brokers": 2, "max_messages": 1, "faults": _faults()},
+    ),
 )
 
 BY_NAME: dict[str, Toggle] = {t.name: t for t in TOGGLES}

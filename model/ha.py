@@ -161,7 +161,10 @@ def master_send(m: Broker, slave: int, now: int, cfg: Config) -> tuple[Broker, P
         entry = ef.get_entry(m.epochs, conn.transfer_epoch)
         if entry is not None and entry[2] != INF:
             conn = conn._replace(transfer_end=entry[2])
-    size = min(max_phy(m) - conn.next, cfg.batch_size)
+    # The writer ships up to the log end: slaves must hold data before it is confirmed, since
+    # confirmOffset waits for their acks (`transfer_only_confirmed` deadlocks on that).
+    end = get_confirm_offset(m, cfg) if cfg.has("transfer_only_confirmed") else max_phy(m)
+    size = min(end - conn.next, cfg.batch_size)
     if size <= 0:
         # Nothing to send: the slave is caught up (async learners too); send a heartbeat.
         m = update_caught_up(replace_conn(m, conn), slave, now)

@@ -935,9 +935,9 @@ def parser() -> argparse.ArgumentParser:
         "--method",
         choices=("stateful", "explore", "walk", "guided"),
         default="stateful",
-        help="stateful (Hypothesis), explore (breadth-first over growing scopes: shortest counterexamples), "
-        "walk (seeded random walks, delta-debugged), guided (walks restarted from states of a new shape, "
-        "delta-debugged)",
+        help="stateful (Hypothesis), explore (breadth-first over growing scopes side by side: shortest "
+        "counterexamples), walk (seeded random walks, delta-debugged), guided (walks restarted from states of a "
+        "new shape, delta-debugged)",
     )
     h.add_argument("--depth", type=int, default=60, help="walk: steps per walk (default 60)")
     h.add_argument("--budget", type=_budget, default=120.0, help="seconds (default 120)")

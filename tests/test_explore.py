@@ -89,6 +89,22 @@ def test_explore_hunts_are_no_longer_than_the_stateful_checkers(toggle):
     assert reproduces(found.cfg, found.hit.actions, found.hit.invariant) is not None
 
 
+def test_a_search_run_in_slices_ends_as_one_run_and_stops_on_request():
+    whole = Explorer(CRASH).run()
+    search = Explorer(CRASH).search()
+    slices = 0
+    while (r := explore.advance(search, 0.05)) is None:
+        slices += 1
+    assert slices > 1
+    assert (r.states, r.transitions, r.depth, r.stopped) == (whole.states, whole.transitions, whole.depth, "exhausted")
+    search = Explorer(CRASH).search()
+    assert explore.advance(search, 0.05) is None
+    part = explore.stop(search)
+    assert part.stopped == "budget" and not part.exhaustive and 0 < part.states < whole.states
+    never_run = explore.stop(Explorer(CRASH).search())
+    assert never_run.stopped == "budget" and never_run.states < whole.states
+
+
 def test_scopes_grow_and_stay_within_the_configuration():
     from rmqcheck.checkers import configs
 
@@ -96,6 +112,11 @@ def test_scopes_grow_and_stay_within_the_configuration():
     scopes = explore.scopes(cfg)
     assert scopes[0][0].max_messages == 1 and scopes[-1][0] == cfg
     assert all(s.max_messages <= cfg.max_messages for s, _ in scopes)
+    # a faultless scope cannot elect, so masterEpoch stays at 2; a scope with one heartbeat
+    # timeout may burn three failed elections and re-elect (A9's counterexample reaches 5)
+    by_faults = {s.faults: b for s, b in scopes}
+    assert by_faults[NO_FAULTS].max_epoch == 2
+    assert by_faults[NO_FAULTS._replace(heartbeat_timeouts=1)].max_epoch == 5
 
 
 # --- the abstractions -----------------------------------------------------------------------------
@@ -169,6 +190,9 @@ def test_the_canonical_key_is_the_same_for_every_renaming():
         group = symmetries(cfg)
         for s in _walk_states(cfg, 10, 40):
             assert len({canonical_key(rename(s, perm), cfg, group) for perm in group}) == 1
+            # the key renames the view, not the state: the two must agree
+            view = timeless(s, cfg)
+            assert all(abstraction._rename_view(view, p) == timeless(rename(s, p), cfg) for p in group)
 
 
 def test_learners_break_the_symmetry_they_name():

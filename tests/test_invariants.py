@@ -74,17 +74,9 @@ def _killed() -> dict[str, set[str]]:
     return killed
 
 
-# Properties no toggle breaks yet, and why (an open gap, reported in the README).
-NO_TOGGLE_YET = {
-    "L2": "a member that stops replicating is shrunk out of the SyncStateSet, which ends the obligation; "
-    "#9689's stall, the known bug that keeps a member lagging, needs commit-log file expiry, not modelled",
-}
-
-
 def test_every_invariant_catches_at_least_one_toggle():
     caught = set().union(*_killed().values())
-    assert not caught & NO_TOGGLE_YET.keys()
-    missing = sorted((set(BY_ID) | set(LIVENESS_BY_ID)) - caught - NO_TOGGLE_YET.keys())
+    missing = sorted((set(BY_ID) | set(LIVENESS_BY_ID)) - caught)
     assert not missing, f"invariants no toggle scenario violates: {missing}"
 
 
