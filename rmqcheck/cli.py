@@ -148,9 +148,8 @@ def _measure_bugs(args) -> int:
         now = {(m.toggle, m.mode, m.method) for m in measures}
         measures = [m for m in earlier if (m.toggle, m.mode, m.method) not in now] + measures
         chosen = [s for s in rediscovery.subjects() if any(m.toggle == s.toggle for m in measures)]
-        what = f"{len(args.only)} toggle{'s' * (len(args.only) > 1)}" if args.only else "every toggle"
-        note = f"({what}{' by ' + ', '.join(args.method) if args.method else ''} re-measured at {args.budget:g}s " \
-            "with `--update`)"
+        # The file does not record which earlier call measured what, so say only that some did.
+        note = "(cells re-measured since with `--update`, the same command narrowed by `--only`/`--method`)"
     budgets = Counter(m.budget for m in measures)
     usual = budgets.most_common(1)[0][0]
     other = ", ".join(sorted({f"{m.toggle} {m.method} ({m.budget:g}s)" for m in measures if m.budget != usual}))
