@@ -1,13 +1,18 @@
-"""Long hunts (`make hunt`, marker `slow`): the acceptance checks of the bug-toggle batch, of the
-L3 liveness toggle and of the intended baseline. Budgets are wall-clock; run them on an otherwise idle machine."""
+"""Long hunts (`make hunt`, marker `slow`): the acceptance checks of the bug-toggle batch (stateful
+and explore), of the L3 liveness toggle and of the intended baseline. Budgets are wall-clock; run
+them on an otherwise idle machine."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from rmqcheck.checkers import configs, liveness
+from rmqcheck.checkers import configs, explore, liveness
 from rmqcheck.checkers.explore import Bounds
 from rmqcheck.checkers.hunting import find
+from rmqcheck.checkers.replay import reproduces
 from rmqcheck.invariants.catalogue import expected_ids
 
 pytestmark = pytest.mark.slow
@@ -35,6 +40,24 @@ def test_each_first_batch_toggle_is_found_within_120s(toggle):
     finding, result = find(cfg, expected_ids(cfg), budget=120, seed=0)
     assert finding is not None, f"{toggle}: nothing in {result.seconds:.0f}s (seeds 0..{result.batches - 1})"
     assert toggle in finding.counterexample.depends_on
+
+
+# truncation_ascending_epochs is left out: its shortest known counterexample has 23 steps, past
+# the depth breadth-first search reaches in 300 s (README, "Exhaustive exploration").
+EXPLORE_BATCH = tuple(t for t in FIRST_BATCH if t != "truncation_ascending_epochs")
+
+
+@pytest.mark.parametrize("toggle", EXPLORE_BATCH)
+def test_each_first_batch_toggle_is_explored_into_a_counterexample_no_longer_than_the_stateful_one(toggle):
+    """Issue 4's acceptance: `hunt --method explore --budget 300` finds it, no longer than the
+    shortest stateful counterexample of the measured bug table (results/bugs.json)."""
+    rows = json.loads((Path(__file__).parents[1] / "results" / "bugs.json").read_text())
+    stateful = next(r["steps"] for r in rows if r["toggle"] == toggle and r["method"] == "stateful")
+    cfg = configs.exposing(frozenset({toggle}))
+    found, tried = explore.hunt(cfg, expected_ids(cfg), 300)
+    assert found is not None, f"{toggle}: nothing in {sum(r.seconds for *_, r in tried):.0f}s"
+    assert len(found.hit.actions) <= stateful
+    assert reproduces(found.cfg, found.hit.actions, found.hit.invariant) is not None
 
 
 @pytest.mark.parametrize("config_name", ["durable", "durable3"])
