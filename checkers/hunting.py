@@ -92,7 +92,9 @@ def find_each(
     return _each(search, targets, budget, seed)
 
 
-def guided_each(cfg: Config, targets: Iterable[str], budget: float, seed: int = 0) -> Iterator[tuple[Finding | None, int]]:
+def guided_each(
+    cfg: Config, targets: Iterable[str], budget: float, seed: int = 0
+) -> Iterator[tuple[Finding | None, int]]:
     """`find_each` with guided walks (checkers/walk.py), seeds `seed`, `seed + 1`, ...: one
     shrunk finding per violated invariant, with the steps walked for it."""
 

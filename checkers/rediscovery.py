@@ -4,10 +4,10 @@ each bug toggle, a measure of the harness itself.
 Controller-mode toggles are hunted on the intended baseline plus the toggle, under the smallest
 configuration known to expose it (model/bugs.py `exposing`), by four methods: the Hypothesis
 stateful hunt, seeded random walks and coverage-guided walks (one run per seed), and
-breadth-first exploration of growing scopes (deterministic: one run stands for every seed). Liveness toggles are looked for
-by the lasso search of checkers/liveness.py. Toggles of the consistent-point search are also
-refuted by Z3 (checkers/proofs.py), whose witness logs are then replicated in the model from a
-constructed start. The other modes' toggles are explored, walked and guided-walked on the
+breadth-first exploration of growing scopes (deterministic: one run stands for every seed).
+Liveness toggles are looked for by the lasso search of checkers/liveness.py. Toggles of the
+consistent-point search are also refuted by Z3 (checkers/proofs.py), whose witness logs are then
+replicated in the model from a constructed start. The other modes' toggles are explored, walked and guided-walked on the
 configuration of their regression scenario. A toggle no method finds is the harness's bug.
 """
 

@@ -233,29 +233,33 @@ def _hunt_explore(cfg: Config, targets, args, label: str) -> Finding | None:
 
 
 def _hunt_walk(cfg: Config, targets, args, label: str) -> Finding | None:
-    def report(walks: int, steps: int, seconds: float) -> None:
-        out.print(f"  {label}: {walks:,} walks, {steps:,} steps, {steps / max(seconds, 1e-9):,.0f} steps/s")
-
-    r = walk(cfg, args.seed, args.depth, args.budget, targets, progress=report)
-    out.print(f"{r.walks:,} walks of up to {args.depth} steps, {r.steps:,} steps in {r.seconds:.1f}s")
-    if r.hit is None:
-        return None
-    h = r.hit
-    out.print(f"walk {h.walk} of seed {args.seed} violated {h.invariant} after {len(h.actions)} steps")
-    return explain(cfg, list(h.shrunk), h.invariant, h.message, args.seed, "walk", len(h.actions))
+    r = walk(cfg, args.seed, args.depth, args.budget, targets, progress=_walk_progress(label, "walks"))
+    summary = f"{r.walks:,} walks of up to {args.depth} steps, {r.steps:,} steps in {r.seconds:.1f}s"
+    return _walk_finding(cfg, r, args, "walk", summary, "walk")
 
 
 def _hunt_guided(cfg: Config, targets, args, label: str) -> Finding | None:
-    def report(rounds: int, steps: int, seconds: float) -> None:
-        out.print(f"  {label}: {rounds:,} rounds, {steps:,} steps, {steps / max(seconds, 1e-9):,.0f} steps/s")
+    r = guided(cfg, args.seed, args.budget, targets, progress=_walk_progress(label, "rounds"))
+    summary = (f"{r.walks:,} rounds of {GUIDED_HOP} steps from {r.kept:,} kept states, {r.steps:,} steps in "
+               f"{r.seconds:.1f}s")
+    return _walk_finding(cfg, r, args, "guided", summary, "round", " from the start")
 
-    r = guided(cfg, args.seed, args.budget, targets, progress=report)
-    out.print(f"{r.walks:,} rounds of {GUIDED_HOP} steps from {r.kept:,} kept states, {r.steps:,} steps in {r.seconds:.1f}s")
+
+def _walk_progress(label: str, unit: str):
+    def report(count: int, steps: int, seconds: float) -> None:
+        out.print(f"  {label}: {count:,} {unit}, {steps:,} steps, {steps / max(seconds, 1e-9):,.0f} steps/s")
+
+    return report
+
+
+def _walk_finding(cfg: Config, r, args, method: str, summary: str, unit: str, since: str = "") -> Finding | None:
+    """Print a walk run's summary and its hit; the hit's delta-debugged finding."""
+    out.print(summary)
     if r.hit is None:
         return None
     h = r.hit
-    out.print(f"round {h.walk} of seed {args.seed} violated {h.invariant} after {len(h.actions)} steps from the start")
-    return explain(cfg, list(h.shrunk), h.invariant, h.message, args.seed, "guided", len(h.actions))
+    out.print(f"{unit} {h.walk} of seed {args.seed} violated {h.invariant} after {len(h.actions)} steps{since}")
+    return explain(cfg, list(h.shrunk), h.invariant, h.message, args.seed, method, len(h.actions))
 
 
 def cmd_explore(args) -> int:
@@ -496,7 +500,8 @@ def cmd_matrix(args) -> int:
     model = "snapshot" if args.snapshot else "intended"
     out.print(
         f"guarantee matrix ({model} model): {len(controller)} controller-mode configurations, {args.budget:g}s each "
-        f"(half exploration, a quarter stateful hunting, a quarter guided walks), and {len(others)} of the other modes explored; {args.jobs} jobs"
+        f"(half exploration, a quarter stateful hunting, a quarter guided walks), and {len(others)} of the other "
+        f"modes explored; {args.jobs} jobs"
     )
     start = time.perf_counter()
 
