@@ -16,7 +16,9 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from itertools import permutations
+from math import factorial
 from operator import itemgetter
 
 from .broker import Broker, Client, Conn, PendingPut
@@ -181,13 +183,6 @@ def rename(s: State, perm: tuple[int, ...]) -> State:
     return _make(State, (s.now, brokers, r.controller(s.ctrl)) + r.rest(s[3:]))
 
 
-def _rename_view(view: tuple, perm: tuple[int, ...]) -> tuple:
-    """`timeless(rename(s, perm))` from `timeless(s)`: ages carry no broker ids."""
-    r = _Renamer(perm)
-    brokers, ctrl, rest = view
-    return (r.permuted(tuple([r.broker(b) for b in brokers])), r.controller(ctrl), r.rest(rest))
-
-
 # Action arguments that name a broker; `mask` is a bit set of brokers.
 _BROKER_ARGS = {"broker", "slave"}
 
@@ -204,34 +199,77 @@ def rename_action(action: tuple, arg_names: tuple[str, ...], perm: tuple[int, ..
 
 
 _id_free_fields = itemgetter(*_ID_FREE)
+_id_fields = itemgetter(*(i for i, _ in _ID_FIELDS))
 
 
-def _signature(view_broker: tuple, cut: bool) -> int:
-    return hash((cut, _id_free_fields(view_broker)))
+# The parts of a view that name brokers repeat across millions of states (a few hundred
+# distinct controller views in a std3 run), so their renamings are memoized.
+@lru_cache(maxsize=1 << 16)
+def _renamed_broker_ids(perm: tuple[int, ...], ids: tuple) -> tuple:
+    r = _Renamer(perm)
+    return tuple([f(r, v) for (_, f), v in zip(_ID_FIELDS, ids)])
+
+
+@lru_cache(maxsize=1 << 16)
+def _renamed_controller(perm: tuple[int, ...], ctrl: Controller) -> Controller:
+    return _Renamer(perm).controller(ctrl)
+
+
+@lru_cache(maxsize=1 << 16)
+def _renamed_rest(perm: tuple[int, ...], rest: tuple) -> tuple:
+    return _Renamer(perm).rest(rest)
+
+
+def key_view(view: tuple, free: list[int], perm: tuple[int, ...] | None = None) -> tuple:
+    """What the key hashes for the timeless `view` renamed by `perm` (None: as it is): each
+    broker as the hash of its fields that name no broker (`free`, one per broker, the same
+    under any renaming) with its renamed fields that do. The log, epochs and queues are so
+    hashed once per state, not once per renaming tried."""
+    brokers, ctrl, rest = view
+    ids = map(_id_fields, brokers)
+    if perm is None:
+        return tuple(zip(free, ids)), ctrl, rest
+    renamed = [None] * len(perm)
+    for i, (f, b) in enumerate(zip(free, ids)):
+        renamed[perm[i] - 1] = (f, _renamed_broker_ids(perm, b))
+    return tuple(renamed), _renamed_controller(perm, ctrl), _renamed_rest(perm, rest)
 
 
 def canonical_key(s: State, cfg: Config, group: list[tuple[int, ...]]) -> int:
     """A fingerprint shared by all renamings of `s` in `group` (identity first).
 
     The renamings tried are those that put the brokers' renaming-free signatures in the least
-    order (sorted, for the full group); among them the least hash of the timeless view wins.
-    Both choices depend on the renaming class only, so the key is canonical, and the usual
-    case (distinct signatures, already in order) costs one view and no renaming at all."""
+    order (sorted, for the full group); among them the least hash of the key view wins. Both
+    choices depend on the renaming class only, so the key is canonical, and the usual case
+    (distinct signatures) costs one renaming at most."""
     view = timeless(s, cfg)
-    sigs = [_signature(b, b[0] in s.cut) for b in view[0]]
+    brokers = view[0]
+    free = [hash(_id_free_fields(b)) for b in brokers]
+    cut = s.cut
+    sigs = [(b[0] in cut, f) for b, f in zip(brokers, free)]
+    n = len(sigs)
+    if len(group) == factorial(n) and len(set(sigs)) == n:
+        # the full group, no ties: the one renaming that sorts the signatures
+        perm = [0] * n
+        for rank, i in enumerate(sorted(range(n), key=sigs.__getitem__), 1):
+            perm[i] = rank
+        chosen = [tuple(perm)]
+    else:
+        chosen = _least_order(sigs, group)
+    identity = group[0]
+    return min(hash(key_view(view, free, None if perm == identity else perm)) for perm in chosen)
+
+
+def _least_order(sigs: list, group: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The renamings in `group` that put `sigs` in the least order."""
     best_order = None
     chosen: list[tuple[int, ...]] = []
     for perm in group:
-        order = [0] * len(perm)
+        order = [sigs[0]] * len(perm)
         for i, j in enumerate(perm):
             order[j - 1] = sigs[i]
         if best_order is None or order < best_order:
             best_order, chosen = order, [perm]
         elif order == best_order:
             chosen.append(perm)
-    best = None
-    for perm in chosen:
-        h = hash(view if perm == group[0] else _rename_view(view, perm))
-        if best is None or h < best:
-            best = h
-    return best
+    return chosen
