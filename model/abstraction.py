@@ -224,7 +224,8 @@ def key_view(view: tuple, free: list[int], perm: tuple[int, ...] | None = None) 
     """What the key hashes for the timeless `view` renamed by `perm` (None: as it is): each
     broker as the hash of its fields that name no broker (`free`, one per broker, the same
     under any renaming) with its renamed fields that do. The log, epochs and queues are so
-    hashed once per state, not once per renaming tried."""
+    hashed once per state, not once per renaming tried; two of them with one hash merge two
+    states, as two states with one fingerprint do (checkers/explore.py)."""
     brokers, ctrl, rest = view
     ids = map(_id_fields, brokers)
     if perm is None:
