@@ -96,8 +96,8 @@ STANDARD: dict[str, Standard] = {
     ),
     "std3": Standard(
         Config(brokers=3, max_messages=1, faults=NO_FAULTS._replace(crashes=1), **_SAFE),
-        Bounds(max_epoch=2, max_sss_epoch=3, max_depth=13, symmetry=True),
-        "3 brokers, 1 one-byte message, 1 crash, masterEpoch <= 2, syncStateSetEpoch <= 3, depth <= 13, "
+        Bounds(max_epoch=2, max_sss_epoch=3, max_depth=15, symmetry=True),
+        "3 brokers, 1 one-byte message, 1 crash, masterEpoch <= 2, syncStateSetEpoch <= 3, depth <= 15, "
         "symmetry over broker renaming",
     ),
 }

@@ -280,6 +280,8 @@ def cmd_explore(args) -> int:
         cfg = configs.from_dict({"max_messages": args.messages}, "--messages", cfg)
     if args.bug:
         cfg = configs.from_dict({"bugs": sorted(cfg.bugs | set(args.bug))}, "--bug", cfg)
+    if args.config in explore.STANDARD and (overrides or args.messages is not None or args.bug):
+        description += "; changed by the options given (what runs is below)"
     if args.liveness:
         return _explore_liveness(args, cfg, bounds._replace(symmetry=False), description)
     out.print(f"exploring {args.config}: {description}")

@@ -217,3 +217,9 @@ def test_a_config_file_is_used(tmp_path, capsys):
     f.write_text('{"brokers": 3, "all_ack": true, "flush": "SYNC_FLUSH"}')
     code, out, _ = run(capsys, "hunt", "--config", str(f), "--intended", "--budget", "2")
     assert code == 0 and "no violation found" in out
+
+
+def test_explore_of_a_standard_configuration_says_when_options_change_it(tmp_path, capsys):
+    code, out, _ = run(capsys, "explore", "--config", "std2", "--max-depth", "3", "--quiet", "--out", str(tmp_path))
+    assert code == 0 and "changed by the options given" in out and "max_depth=3" in out
+    assert "exhaustive" in out
