@@ -7,8 +7,9 @@ stateful hunt, seeded random walks and coverage-guided walks (one run per seed),
 breadth-first exploration of growing scopes (deterministic: one run stands for every seed).
 Liveness toggles are looked for by the lasso search of checkers/liveness.py. Toggles of the
 consistent-point search are also refuted by Z3 (checkers/proofs.py), whose witness logs are then
-replicated in the model from a constructed start. The other modes' toggles are explored, walked and guided-walked on the
-configuration of their regression scenario. A toggle no method finds is the harness's bug.
+replicated in the model from a constructed start. The other modes' toggles are explored, walked
+and guided-walked on the configuration of their regression scenario. A toggle no method finds is
+the harness's bug.
 """
 
 from __future__ import annotations

@@ -230,10 +230,13 @@ def key_view(view: tuple, free: list[int], perm: tuple[int, ...] | None = None) 
     ids = map(_id_fields, brokers)
     if perm is None:
         return tuple(zip(free, ids)), ctrl, rest
-    renamed = [None] * len(perm)
-    for i, (f, b) in enumerate(zip(free, ids)):
-        renamed[perm[i] - 1] = (f, _renamed_broker_ids(perm, b))
-    return tuple(renamed), _renamed_controller(perm, ctrl), _renamed_rest(perm, rest)
+    renamed = tuple([(f, _renamed_broker_ids(perm, b)) for f, b in zip(free, ids)])
+    return _Renamer(perm).permuted(renamed), _renamed_controller(perm, ctrl), _renamed_rest(perm, rest)
+
+
+def free_hashes(view: tuple) -> list[int]:
+    """Per broker of a timeless view, the hash of its fields that name no broker."""
+    return [hash(_id_free_fields(b)) for b in view[0]]
 
 
 def canonical_key(s: State, cfg: Config, group: list[tuple[int, ...]]) -> int:
@@ -245,9 +248,9 @@ def canonical_key(s: State, cfg: Config, group: list[tuple[int, ...]]) -> int:
     (distinct signatures) costs one renaming at most."""
     view = timeless(s, cfg)
     brokers = view[0]
-    free = [hash(_id_free_fields(b)) for b in brokers]
+    free = free_hashes(view)
     cut = s.cut
-    sigs = [(b[0] in cut, f) for b, f in zip(brokers, free)]
+    sigs = tuple([(b[0] in cut, f) for b, f in zip(brokers, free)])
     n = len(sigs)
     if len(group) == factorial(n) and len(set(sigs)) == n:
         # the full group, no ties: the one renaming that sorts the signatures
@@ -261,14 +264,12 @@ def canonical_key(s: State, cfg: Config, group: list[tuple[int, ...]]) -> int:
     return min(hash(key_view(view, free, None if perm == identity else perm)) for perm in chosen)
 
 
-def _least_order(sigs: list, group: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+def _least_order(sigs: tuple, group: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
     """The renamings in `group` that put `sigs` in the least order."""
     best_order = None
     chosen: list[tuple[int, ...]] = []
     for perm in group:
-        order = [sigs[0]] * len(perm)
-        for i, j in enumerate(perm):
-            order[j - 1] = sigs[i]
+        order = _Renamer(perm).permuted(sigs)
         if best_order is None or order < best_order:
             best_order, chosen = order, [perm]
         elif order == best_order:
