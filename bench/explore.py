@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import resource
 
-from rmqcheck.checkers.explore import STANDARD, Explorer
+from rmqcheck.checkers.search.explore import STANDARD, Explorer
 
 from stateful import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 

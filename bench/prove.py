@@ -1,4 +1,4 @@
-"""Time each proof of `rmqcheck prove` (checkers/proofs.py) at K = 8 and K = 10, and the
+"""Time each proof of `rmqcheck prove` (checkers/proofs/truncation.py) at K = 8 and K = 10, and the
 unbounded obligations. Prints seconds per check and the machine; no assertions.
 
     .venv/bin/python bench/prove.py
@@ -10,7 +10,7 @@ import time
 
 from stateful import machine  # bench/ is the script's directory
 
-from rmqcheck.checkers import proofs
+from rmqcheck.checkers.proofs import truncation as proofs
 
 
 def main() -> None:

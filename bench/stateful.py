@@ -13,8 +13,8 @@ import platform
 import random
 import time
 
-from rmqcheck.checkers import configs
-from rmqcheck.checkers.stateful import Stats, run_once
+from rmqcheck.model import configs
+from rmqcheck.checkers.search.stateful import Stats, run_once
 from rmqcheck.invariants.catalogue import check_state, check_transition, expected_ids
 from rmqcheck.model.step import initial_state, successors
 

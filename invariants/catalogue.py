@@ -8,6 +8,9 @@ up (for example acked loss under the defaults, C4 / #7017), reported but not a h
 
 Vocabulary: an *acting master* is a live, unfenced broker in the MASTER role that is not
 mid-promotion; it is *confirmed* when the controller also names it master at its epoch.
+
+One module on purpose (over 500 lines): the catalogue is one list whose entries share the
+vocabulary above, and `rmqcheck invariants` prints it in this order.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Liveness properties (reference/known-bugs.md I12), checked on small explored spaces.
 
 Each property names, for a state, the obligations still open in it (`open`). A violation is a
-fair cycle along which one obligation stays open for ever: a lasso (checkers/liveness.py).
+fair cycle along which one obligation stays open for ever: a lasso (checkers/search/liveness.py).
 Fairness is weak fairness on every protocol and healing action (`fair`): an action instance
 that stays enabled is eventually taken. Faults, sends and consumes are never owed, nor is a
 restart: a crashed broker may stay down, which is the case L1 is about.

@@ -225,7 +225,7 @@ def key_view(view: tuple, free: list[int], perm: tuple[int, ...] | None = None) 
     broker as the hash of its fields that name no broker (`free`, one per broker, the same
     under any renaming) with its renamed fields that do. The log, epochs and queues are so
     hashed once per state, not once per renaming tried; two of them with one hash merge two
-    states, as two states with one fingerprint do (checkers/explore.py)."""
+    states, as two states with one fingerprint do (checkers/search/explore.py)."""
     brokers, ctrl, rest = view
     ids = map(_id_fields, brokers)
     if perm is None:

@@ -21,6 +21,9 @@ Abstractions (each keeps every safety-relevant outcome of the code):
 
 A pure state machine like model/step.py: `step(state, action, cfg)` returns the next state or
 raises NotEnabled; `successors` lists what is enabled.
+
+One module on purpose (just over 500 lines): the Raft rules and the broker on top are one rule
+set over one state; the offset mapping at the end is what the broker's dispatch reads.
 """
 
 from __future__ import annotations
@@ -442,7 +445,7 @@ def successors(s: DState, cfg: DLedgerConfig) -> list[tuple[Action, DState]]:
     return table.successors(RULES, s, cfg)
 
 
-# --- DLedgerCommitLog offset mapping (seed 000; proved in checkers/dledger_proofs.py) ----------
+# --- DLedgerCommitLog offset mapping (seed 000; proved in checkers/proofs/dledger_offsets.py) ----------
 
 BODY_OFFSET = 48  # DLedgerEntry.BODY_OFFSET: HEADER_SIZE (44) + the body length (4)
 MIN_BLANK_LEN = 8  # MmapFileList.MIN_BLANK_LEN: magic code + size of a blank filler
@@ -452,7 +455,7 @@ def entry_position(wrote: Any, size: Any, file_size: Any, blank: Any = MIN_BLANK
     """`MmapFileList.preAppend(len, useBlank=true)`: an entry goes at the write position unless
     it and a blank filler's room do not fit in the rest of the file; then the rest of the file
     becomes one blank record and the entry starts the next file. `ops` gives `ite`: on integers
-    here, on Z3 terms in checkers/dledger_proofs.py."""
+    here, on Z3 terms in checkers/proofs/dledger_offsets.py."""
     room = file_size - wrote % file_size
     return ops.ite(size + blank > room, wrote + room, wrote)
 

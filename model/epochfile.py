@@ -161,7 +161,7 @@ def lose_file(ef: EpochFile) -> EpochFile:
 # --- the consistent point (reference §1.4) -------------------------------------------------
 #
 # Written once over an `ops` object so the same code runs on Python integers (the model) and
-# on Z3 terms (checkers/proofs.py proves its properties on exactly this code).
+# on Z3 terms (checkers/proofs/truncation.py proves its properties on exactly this code).
 
 
 class IntOps:

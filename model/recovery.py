@@ -30,6 +30,9 @@ at 1 because a store timestamp of 0 never matches a recovery file.
 Controller mode is a controller-mode slave's store: dispatch and abnormal recovery stop at
 confirmOffset, which the master's acks raise (`ack`); recovery clamps it (reference §2.5).
 
+One module on purpose (over 500 lines): the store's files and the recovery that reads them are
+one rule set; each recovery path reads what the others write.
+
 Abstraction: the page cache that recovery adopts (it sets flushedWhere to the recovered end
 without an fsync) is taken as written back before the next power loss.
 """

@@ -8,6 +8,10 @@ hold (a superset of the enabled ones), `enabled` filters them exactly.
 Rules are grouped as the RocketMQ code is: client, broker services, HA, ReplicasManager,
 controller, time, faults. Faults consume the configuration's budget; healing (restart, heal,
 connection timeouts, ticks) never does.
+
+One module on purpose (over 500 lines): this is one rule set, the controller-mode transition
+relation; every rule reads and writes the same `State`, shares the fencing and budget helpers
+above, and the action table at the end must name them all.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ import html
 from pathlib import Path
 from typing import Any, Iterable
 
-from rmqcheck.checkers.rediscovery import METHODS
-from rmqcheck.checkers.counterexample import Counterexample, CounterexampleError, read
-from rmqcheck.checkers.replay import ReplayError, replay
+from rmqcheck.checkers.tables.rediscovery import METHODS
+from rmqcheck.checkers.counterexamples.files import Counterexample, CounterexampleError, read
+from rmqcheck.checkers.counterexamples.replay import ReplayError, replay
 from rmqcheck.invariants.catalogue import BY_ID
 from rmqcheck.model.step import format_action
 

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from rmqcheck.checkers.hunting import BUG_TOGGLE, EXPECTED, SNAPSHOT_DEFECT, UNEXPLAINED
-from rmqcheck.checkers.matrix import Cell, Row
-from rmqcheck.checkers.rediscovery import METHODS, Measure, Subject
+from rmqcheck.checkers.search.hunting import BUG_TOGGLE, EXPECTED, SNAPSHOT_DEFECT, UNEXPLAINED
+from rmqcheck.checkers.tables.matrix import Cell, Row
+from rmqcheck.checkers.tables.rediscovery import METHODS, Measure, Subject
 
 MATRIX_LEGEND = (
     "`✓` promised and held; `·` not promised, no violation found; `✗n` violated where not promised, "
@@ -112,7 +112,7 @@ def bugs_markdown(subjects: list[Subject], measures: list[Measure], note: str = 
     legend = ("Each cell: median time to find over the seeds (a miss counts as never; seeds stop once more "
               "than half missed), the invariant, the shortest counterexample found, and found/run; n/a: not measured. "
               "Exploration, the liveness search and Z3 are deterministic: one run. guided: random walks that keep "
-              "every state of a new coarse shape as a restart point (checkers/walk.py). prove: Z3 refutes the "
+              "every state of a new coarse shape as a restart point (checkers/search/walk.py). prove: Z3 refutes the "
               "consistent-point property the toggle breaks, and the model, started from the witness logs "
               "(constructed, not reached from an empty cluster), replicates them into the invariant shown.")
     return text + "\n\n" + legend + (f" {note}" if note else "")

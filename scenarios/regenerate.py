@@ -9,7 +9,7 @@ early-warning one). expected/<name>.scn: a guarantee that a configuration gives 
 hunting that configuration for one invariant. A hunt that finds nothing leaves the existing
 file alone and says so.
 
-The consistent-point variants of `rmqcheck prove` (checkers/proofs.py) get toggles/<toggle>.scn
+The consistent-point variants of `rmqcheck prove` (checkers/proofs/truncation.py) get toggles/<toggle>.scn
 from their Z3 counterexample instead: a start built from the two epoch lists (`replica` lines),
 then the handshake. What a hunt from the empty cluster finds for them goes to
 toggles/<toggle>--<invariant>.scn.
@@ -21,9 +21,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from rmqcheck.checkers import configs, proofs
-from rmqcheck.checkers.counterexample import format_scenario
-from rmqcheck.checkers.hunting import find
+from rmqcheck.model import configs
+from rmqcheck.checkers.proofs import truncation as proofs
+from rmqcheck.checkers.counterexamples.files import format_scenario
+from rmqcheck.checkers.search.hunting import find
 from rmqcheck.invariants.catalogue import expected_ids
 from rmqcheck.model.bugs import BY_NAME, TOGGLES
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rmqcheck.checkers.explore import Explorer
+from rmqcheck.checkers.search.explore import Explorer
 from rmqcheck.model.classic import (
     ASYNC_MASTER,
     FLUSH_SLAVE_TIMEOUT,
@@ -133,7 +133,7 @@ def classic_machine(cfg: ClassicConfig, ids: frozenset[str]):
     from hypothesis import strategies as st
     from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-    from rmqcheck.checkers.modes import MODES
+    from rmqcheck.checkers.search.modes import MODES
 
     check_state, check_transition = MODES["classic"].check_state, MODES["classic"].check_transition
 

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rmqcheck.checkers import dledger_proofs, explore, modes
-from rmqcheck.checkers.counterexample import CounterexampleError
+from rmqcheck.checkers.proofs import dledger_offsets as dledger_proofs
+from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import modes
+from rmqcheck.checkers.counterexamples.files import CounterexampleError
 from rmqcheck.cli import main
 from rmqcheck.model import dledger as dl
 from rmqcheck.model.step import NotEnabled

@@ -5,11 +5,12 @@ from __future__ import annotations
 import random
 import pytest
 
-from rmqcheck.checkers import explore, liveness
-from rmqcheck.checkers.explore import Bounds, Explorer
-from rmqcheck.checkers.hunting import find
-from rmqcheck.checkers.replay import reproduces
-from rmqcheck.checkers.walk import one_walk, walk
+from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import liveness
+from rmqcheck.checkers.search.explore import Bounds, Explorer
+from rmqcheck.checkers.search.hunting import find
+from rmqcheck.checkers.counterexamples.replay import reproduces
+from rmqcheck.checkers.search.walk import one_walk, walk
 from rmqcheck.invariants.catalogue import check_state, check_transition, expected_ids
 from rmqcheck.model import abstraction
 from rmqcheck.model.abstraction import (
@@ -86,7 +87,7 @@ def test_breadth_first_counterexamples_are_shortest_and_replay():
 
 @pytest.mark.parametrize("toggle", ["ack_uses_local_sss_only", "on_become_master_sss_self_only"])
 def test_explore_hunts_are_no_longer_than_the_stateful_checkers(toggle):
-    from rmqcheck.checkers import configs
+    from rmqcheck.model import configs
 
     cfg = configs.exposing(frozenset({toggle}))
     targets = expected_ids(cfg)
@@ -114,7 +115,7 @@ def test_a_search_run_in_slices_ends_as_one_run_and_stops_on_request():
 
 
 def test_scopes_grow_and_stay_within_the_configuration():
-    from rmqcheck.checkers import configs
+    from rmqcheck.model import configs
 
     cfg = configs.load("durable")
     scopes = explore.scopes(cfg)

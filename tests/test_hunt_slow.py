@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from rmqcheck.checkers import configs, explore, liveness
-from rmqcheck.checkers.explore import Bounds
-from rmqcheck.checkers.hunting import find
-from rmqcheck.checkers.replay import reproduces
+from rmqcheck.model import configs
+from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import liveness
+from rmqcheck.checkers.search.explore import Bounds
+from rmqcheck.checkers.search.hunting import find
+from rmqcheck.checkers.counterexamples.replay import reproduces
 from rmqcheck.invariants.catalogue import expected_ids
 
 pytestmark = pytest.mark.slow

@@ -6,10 +6,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from rmqcheck.checkers import configs, liveness
-from rmqcheck.checkers.counterexample import read
-from rmqcheck.checkers.replay import ReplayError, replay
-from rmqcheck.checkers.startstate import start_state
+from rmqcheck.model import configs
+from rmqcheck.checkers.search import liveness
+from rmqcheck.checkers.counterexamples.files import read
+from rmqcheck.checkers.counterexamples.replay import ReplayError, replay
+from rmqcheck.checkers.counterexamples.startstate import start_state
 from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, check_state, check_transition, expected_ids
 from rmqcheck.invariants.liveness import LIVENESS_BY_ID
 from rmqcheck.model.broker import conn_of, get_confirm_offset

@@ -1,4 +1,4 @@
-"""The guarantee matrix (checkers/matrix.py, `rmqcheck matrix`): the documented space, verdicts
+"""The guarantee matrix (checkers/tables/matrix.py, `rmqcheck matrix`): the documented space, verdicts
 that agree with reference/known-bugs.md, a toggle it catches, and the README block it writes."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rmqcheck.checkers import matrix
-from rmqcheck.checkers.hunting import BUG_TOGGLE, EXPECTED
+from rmqcheck.checkers.tables import matrix
+from rmqcheck.checkers.search.hunting import BUG_TOGGLE, EXPECTED
 from rmqcheck.cli import main
 from rmqcheck.model.classic import SYNC_MASTER
 from rmqcheck.model.config import ASYNC_FLUSH, SYNC_FLUSH, Config

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rmqcheck.checkers import modes
-from rmqcheck.checkers.counterexample import CounterexampleError
+from rmqcheck.checkers.search import modes
+from rmqcheck.checkers.counterexamples.files import CounterexampleError
 
 ROOT = Path(__file__).parent.parent / "scenarios"
 MODE_NAMES = ("classic", "dledger", "recovery")

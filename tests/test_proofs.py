@@ -1,4 +1,4 @@
-"""Z3 proofs of the truncation search (checkers/proofs.py): every property, every wrong variant,
+"""Z3 proofs of the truncation search (checkers/proofs/truncation.py): every property, every wrong variant,
 the unbounded attempt, and that the proofs fail when the model's function is broken."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 import z3
 
 from rmqcheck import cli
-from rmqcheck.checkers import proofs
-from rmqcheck.checkers.counterexample import read, write
-from rmqcheck.checkers.replay import reproduces, run_lenient
+from rmqcheck.checkers.proofs import truncation as proofs
+from rmqcheck.checkers.counterexamples.files import read, write
+from rmqcheck.checkers.counterexamples.replay import reproduces, run_lenient
 from rmqcheck.model import epochfile as ef
 
 K_FAST = 4  # the suite's bound per property; `rmqcheck prove` (tested below) runs K = 8

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rmqcheck.checkers import modes
-from rmqcheck.checkers.counterexample import CounterexampleError
-from rmqcheck.checkers.explore import RECOVERY, Bounds, Explorer
+from rmqcheck.checkers.search import modes
+from rmqcheck.checkers.counterexamples.files import CounterexampleError
+from rmqcheck.checkers.search.explore import RECOVERY, Bounds, Explorer
 from rmqcheck.model import recovery as rc
 from rmqcheck.model.recovery import BLANK, RecoveryConfig
 

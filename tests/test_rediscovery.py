@@ -1,15 +1,16 @@
-"""The bug-rediscovery benchmark (checkers/rediscovery.py, `rmqcheck bugs --measure`)."""
+"""The bug-rediscovery benchmark (checkers/tables/rediscovery.py, `rmqcheck bugs --measure`)."""
 
 from __future__ import annotations
 
 import json
 
-from rmqcheck.checkers import modes, rediscovery
-from rmqcheck.checkers.rediscovery import Attempt, Measure, Subject
-from rmqcheck.checkers import configs
-from rmqcheck.checkers.replay import run_lenient
-from rmqcheck.checkers.hunting import SNAPSHOT_DEFECT, guided_each
-from rmqcheck.checkers.walk import mode_guided, mode_walk
+from rmqcheck.checkers.search import modes
+from rmqcheck.checkers.tables import rediscovery
+from rmqcheck.checkers.tables.rediscovery import Attempt, Measure, Subject
+from rmqcheck.model import configs
+from rmqcheck.checkers.counterexamples.replay import run_lenient
+from rmqcheck.checkers.search.hunting import SNAPSHOT_DEFECT, guided_each
+from rmqcheck.checkers.search.walk import mode_guided, mode_walk
 from rmqcheck.invariants.catalogue import expected_ids
 from rmqcheck.cli import main
 from rmqcheck.model.bugs import TOGGLES

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rmqcheck.checkers.rediscovery import Attempt, Measure
-from rmqcheck.checkers.rediscovery import to_json as bugs_json
+from rmqcheck.checkers.tables.rediscovery import Attempt, Measure
+from rmqcheck.checkers.tables.rediscovery import to_json as bugs_json
 from rmqcheck.cli import main
 from rmqcheck.report.diagrams import arrow
 from rmqcheck.model.config import Config

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rmqcheck.checkers.counterexample import parse_scenario
-from rmqcheck.checkers.replay import replay
+from rmqcheck.checkers.counterexamples.files import parse_scenario
+from rmqcheck.checkers.counterexamples.replay import replay
 from rmqcheck.model import commitlog as cl
 from rmqcheck.model.broker import MASTER, READY, SLAVE, TRANSFER, get_confirm_offset, max_phy
 from rmqcheck.model.config import Config

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rmqcheck.checkers import liveness
-from rmqcheck.checkers.counterexample import read
-from rmqcheck.checkers.replay import replay, reproduces, run_lenient
+from rmqcheck.checkers.search import liveness
+from rmqcheck.checkers.counterexamples.files import read
+from rmqcheck.checkers.counterexamples.replay import replay, reproduces, run_lenient
 from rmqcheck.invariants.catalogue import BY_ID, expected_ids
 from rmqcheck.model.broker import get_confirm_offset
 from rmqcheck.model.bugs import BY_NAME, TOGGLES

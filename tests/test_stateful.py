@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from rmqcheck.checkers import configs
-from rmqcheck.checkers.counterexample import Counterexample, write
-from rmqcheck.checkers.hunting import BUG_TOGGLE, SNAPSHOT_DEFECT, find
-from rmqcheck.checkers.stateful import ReplicationMachine, run_once
+from rmqcheck.model import configs
+from rmqcheck.checkers.counterexamples.files import Counterexample, write
+from rmqcheck.checkers.search.hunting import BUG_TOGGLE, SNAPSHOT_DEFECT, find
+from rmqcheck.checkers.search.stateful import ReplicationMachine, run_once
 from rmqcheck.invariants.catalogue import CATALOGUE, expected_ids
 from rmqcheck.model.bugs import BY_NAME
 from rmqcheck.model.step import ACTIONS

@@ -1,1 +1,4 @@
-"""Validation of recorded runs (NDJSON / Parquet, local and PySpark engines): not built yet."""
+"""Recorded runs: the v1 event schema (`schema`), NDJSON and Parquet files (`files`), the model's
+recorder (`recorder`), conformance replay of traces through the model (`conformance`),
+client-history checks (`history`), OpenChaos and `epochFileCheckpoint` adapters (`openchaos`,
+`stores`), and two validation engines with one meaning: local (`validate`) and PySpark (`spark`)."""

@@ -19,7 +19,7 @@ from typing import Iterator, NamedTuple
 
 import pyarrow as pa
 
-from rmqcheck.checkers.configs import ConfigError, from_dict
+from rmqcheck.model.configs import ConfigError, from_dict
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, NotEnabled, format_action, initial_state, step
 from rmqcheck.model.world import State

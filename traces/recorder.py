@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
-from rmqcheck.checkers import configs
+from rmqcheck.model import configs
 from rmqcheck.model import commitlog as cl
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, Action, candidates, initial_state

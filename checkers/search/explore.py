@@ -9,6 +9,9 @@ but not expanded.
 
 Fingerprints may collide (two states, one hash): like TLC we report the probability bound
 n^2 / 2^64 for n states.
+
+One module on purpose (just over 500 lines): the scoped hunt at the end drives `Explorer.search`
+as a coroutine and shares its bounds, results and progress records.
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ from rmqcheck.model.config import NO_FAULTS, SYNC_FLUSH, Config, FaultBudget
 from rmqcheck.model.step import Action, initial_state, successors
 from rmqcheck.model.world import State
 
-from .coverage import ActionCounts, Coverage
-from .modes import MODES, Mode, mode_for
+from rmqcheck.checkers.search.coverage import ActionCounts, Coverage
+from rmqcheck.checkers.search.modes import MODES, Mode, mode_for
 
 
 class Bounds(NamedTuple):
@@ -229,7 +232,7 @@ def controller_space(cfg: Config, bounds: Bounds) -> Space:
 
 
 def mode_space(mode: Mode, cfg: Any, max_depth: int | None = None, key: Callable = hash) -> Space:
-    """Classic HA, DLedger or store recovery (checkers/modes.py): finite by the configuration's budgets."""
+    """Classic HA, DLedger or store recovery (checkers/search/modes.py): finite by the configuration's budgets."""
     return Space(
         mode.initial_state(cfg),
         lambda s: mode.successors(s, cfg),

@@ -18,10 +18,10 @@ from rmqcheck.invariants.catalogue import BY_ID
 from rmqcheck.model.bugs import BY_NAME, SNAPSHOT
 from rmqcheck.model.config import Config
 
-from .counterexample import Counterexample, write
-from .replay import replay, run_lenient, shrink, toggle_dependencies
-from .stateful import HuntResult, hunt
-from .walk import guided
+from rmqcheck.checkers.counterexamples.files import Counterexample, write
+from rmqcheck.checkers.counterexamples.replay import replay, run_lenient, shrink, toggle_dependencies
+from rmqcheck.checkers.search.stateful import HuntResult, hunt
+from rmqcheck.checkers.search.walk import guided
 
 EXPECTED = "expected"
 SNAPSHOT_DEFECT = "snapshot defect"
@@ -95,7 +95,7 @@ def find_each(
 def guided_each(
     cfg: Config, targets: Iterable[str], budget: float, seed: int = 0
 ) -> Iterator[tuple[Finding | None, int]]:
-    """`find_each` with guided walks (checkers/walk.py), seeds `seed`, `seed + 1`, ...: one
+    """`find_each` with guided walks (checkers/search/walk.py), seeds `seed`, `seed + 1`, ...: one
     shrunk finding per violated invariant, with the steps walked for it."""
 
     def search(remaining: set[str], left: float, seed: int) -> tuple[Finding | None, int, int]:

@@ -22,8 +22,8 @@ from rmqcheck.model.abstraction import timeless
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import Action, NotEnabled, step
 
-from .explore import Bounds, Explorer, Result, bounded_successors
-from .startstate import start_state
+from rmqcheck.checkers.search.explore import Bounds, Explorer, Result, bounded_successors
+from rmqcheck.checkers.counterexamples.startstate import start_state
 
 
 class Lasso(NamedTuple):

@@ -21,7 +21,7 @@ import z3
 
 from rmqcheck.model.dledger import BODY_OFFSET, MIN_BLANK_LEN, entry_position
 
-from .proofs import Z3Ops
+from rmqcheck.checkers.proofs.truncation import Z3Ops
 
 
 # Wrong forms of preAppend, for the refutations: no room kept for the blank record (a gap too

@@ -134,7 +134,7 @@ def hypothesis_settings(profile: str = "deep", **overrides) -> settings:
         suppress_health_check=list(HealthCheck),
         # Generation only: a long stateful run makes Hypothesis's shrinker slow (minutes, see
         # hypothesis#2523), and delta debugging over the concrete actions
-        # (checkers/replay.py) shrinks the same run to a 1-minimal one in milliseconds.
+        # (checkers/counterexamples/replay.py) shrinks the same run to a 1-minimal one in milliseconds.
         phases=[Phase.generate],
         report_multiple_bugs=False,
         print_blob=False,

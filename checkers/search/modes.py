@@ -8,7 +8,7 @@ counterexamples as readable scenario text that `rmqcheck replay` runs:
     timeout node=0                              # then one action per line
     vote candidate=0 voter=1
 
-Controller-mode files (checkers/counterexample.py) have no `mode` line.
+Controller-mode files (checkers/counterexamples/files.py) have no `mode` line.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from rmqcheck.invariants.catalogue import Invariant, Violation, state_violations
 from rmqcheck.model import classic, dledger, recovery
 from rmqcheck.model.step import NotEnabled
 
-from .counterexample import CounterexampleError
-from .replay import Replay
+from rmqcheck.checkers.counterexamples.files import CounterexampleError
+from rmqcheck.checkers.counterexamples.replay import Replay
 
 
 class Mode(NamedTuple):

@@ -10,6 +10,10 @@ epoch, so equal epochs mean equal bytes); below its first entry (files deleted, 
 attributed) a byte is unconstrained. An instance is a pair of epoch lists with fixed lengths
 and symbolic epochs, start offsets and max offsets; each property is proved for every pair of
 lengths up to K by checking that its negation is unsatisfiable.
+
+One module on purpose (over 500 lines): the properties, premises, proofs, wrong variants and the
+unbounded attempt are one proof set over one definition and one vocabulary; a counterexample file
+rebuilds the logs from exactly these instances.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from rmqcheck.model.config import NO_FAULTS, SYNC_FLUSH, Config
 from rmqcheck.model.ha import SEARCH_TOGGLES, truncation_search
 from rmqcheck.model.step import NotEnabled, step
 
-from .counterexample import Counterexample
-from .startstate import Replica, start_state
+from rmqcheck.checkers.counterexamples.files import Counterexample
+from rmqcheck.checkers.counterexamples.startstate import Replica, start_state
 
 INF = ef.INF
 

@@ -5,8 +5,8 @@ Controller-mode toggles are hunted on the intended baseline plus the toggle, und
 configuration known to expose it (model/bugs.py `exposing`), by four methods: the Hypothesis
 stateful hunt, seeded random walks and coverage-guided walks (one run per seed), and
 breadth-first exploration of growing scopes (deterministic: one run stands for every seed).
-Liveness toggles are looked for by the lasso search of checkers/liveness.py. Toggles of the
-consistent-point search are also refuted by Z3 (checkers/proofs.py), whose witness logs are then
+Liveness toggles are looked for by the lasso search of checkers/search/liveness.py. Toggles of the
+consistent-point search are also refuted by Z3 (checkers/proofs/truncation.py), whose witness logs are then
 replicated in the model from a constructed start. The other modes' toggles are explored, walked
 and guided-walked on the configuration of their regression scenario. A toggle no method finds is
 the harness's bug.
@@ -24,12 +24,16 @@ from rmqcheck.invariants.catalogue import expected_ids
 from rmqcheck.model import classic, dledger, recovery
 from rmqcheck.model.bugs import TOGGLES
 
-from . import configs, explore, liveness, modes, proofs
-from .parallel import ordered_map
-from .hunting import find
-from .walk import guided, mode_guided, mode_walk, walk
+from rmqcheck.model import configs
+from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import liveness
+from rmqcheck.checkers.search import modes
+from rmqcheck.checkers.proofs import truncation as proofs
+from rmqcheck.checkers.tables.parallel import ordered_map
+from rmqcheck.checkers.search.hunting import find
+from rmqcheck.checkers.search.walk import guided, mode_guided, mode_walk, walk
 
-SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 METHODS = ("stateful", "explore", "walk", "guided", "liveness", "prove")  # table columns, in this order
 SEEDED = ("stateful", "walk", "guided")  # methods whose result depends on the seed
 WALK_DEPTH = 60

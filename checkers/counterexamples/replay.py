@@ -11,7 +11,7 @@ from rmqcheck.model.config import Config
 from rmqcheck.model.step import Action, NotEnabled, format_action, step
 from rmqcheck.model.world import State
 
-from .startstate import Replica, start_state
+from rmqcheck.checkers.counterexamples.startstate import Replica, start_state
 
 
 class ReplayError(Exception):

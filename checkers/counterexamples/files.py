@@ -7,7 +7,7 @@ Scenario text, one directive per line, `#` starts a comment:
     toggles ack_uses_local_sss_only        # or: toggles none / toggles snapshot [+ more]
     seed 7                                  # optional
     expect I2                               # the invariant the actions violate; "expect none": all hold
-    replica broker=1 epochs=1:0,2:1 log=2   # optional: start from these logs (checkers/startstate.py)
+    replica broker=1 epochs=1:0,2:1 log=2   # optional: start from these logs (checkers/counterexamples/startstate.py)
     ha_connect slave=2                      # then one action per line
     alter_sss broker=1 lost=1
     loop                                    # liveness (expect L1/L2): the actions after it repeat for ever
@@ -27,8 +27,8 @@ from rmqcheck.model.bugs import SNAPSHOT
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, Action
 
-from .configs import ConfigError, from_dict, to_dict
-from .startstate import Replica, StartError, check as check_start
+from rmqcheck.model.configs import ConfigError, from_dict, to_dict
+from rmqcheck.checkers.counterexamples.startstate import Replica, StartError, check as check_start
 
 SCHEMA_VERSION = 1
 MODEL = "apache/rocketmq 8fc57f1468 (2025-09-19), controller mode"
@@ -47,7 +47,7 @@ class Counterexample(NamedTuple):
     method: str = "stateful"
     depends_on: tuple[str, ...] = ()  # active toggles the violation needs
     start: tuple[Replica, ...] = ()  # constructed start logs; () is the model's initial state
-    truncation: dict[str, Any] | None = None  # a consistent-point counterexample (checkers/proofs.py)
+    truncation: dict[str, Any] | None = None  # a consistent-point counterexample (checkers/proofs/truncation.py)
     loop: int | None = None  # a liveness lasso: actions[loop:] return to the state after actions[:loop]
 
 

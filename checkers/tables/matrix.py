@@ -9,13 +9,13 @@ Controller mode is checked over the product of the switches an operator chooses
   is a shortest counterexample within that scope;
 * for the other half, the invariants exploration did not break are hunted over the whole
   configuration (four messages of two sizes, the full fault budget): a quarter by the Hypothesis
-  stateful hunt, a quarter by guided walks (checkers/walk.py), which reach deep states (a second
+  stateful hunt, a quarter by guided walks (checkers/search/walk.py), which reach deep states (a second
   failover, a reconnect after a torn transfer) the stateful hunt rarely does.
 
 The other modes (classic HA, DLedger, store recovery) have few switches and small spaces: each
 of their rows is explored exhaustively.
 
-A violation is classified as `rmqcheck check` does (checkers/hunting.py): *expected* where the
+A violation is classified as `rmqcheck check` does (checkers/search/hunting.py): *expected* where the
 catalogue does not promise the invariant under that configuration; on the snapshot model a
 promised one may be a *snapshot defect*; anything else is *unexplained*, a failure.
 """
@@ -32,9 +32,10 @@ from rmqcheck.model.bugs import SNAPSHOT
 from rmqcheck.model.classic import ASYNC_MASTER, SYNC_MASTER
 from rmqcheck.model.config import FLUSH_MODES, NO_FAULTS, Config
 
-from . import explore, modes
-from .hunting import EXPECTED, SNAPSHOT_DEFECT, UNEXPLAINED, Finding, explain, find_each, guided_each, write_finding
-from .parallel import ordered_map
+from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import modes
+from rmqcheck.checkers.search.hunting import EXPECTED, SNAPSHOT_DEFECT, UNEXPLAINED, Finding, explain, find_each, guided_each, write_finding
+from rmqcheck.checkers.tables.parallel import ordered_map
 
 # The breadth-first scope: small enough to reach depth 7-11 in a few seconds, with every fault
 # that changes what a configuration promises (controller failovers matter only under a toggle).
@@ -43,6 +44,8 @@ EXPLORE_FAULTS = NO_FAULTS._replace(
     consumer_restarts=1,
 )
 EXPLORE_BOUNDS = explore.Bounds(max_epoch=2, max_sss_epoch=3)
+# Seconds per configuration of the other modes (explored whole); each finishes well within it.
+MODE_BUDGET = 600.0
 
 
 class Cell(NamedTuple):

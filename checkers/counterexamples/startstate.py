@@ -1,6 +1,6 @@
 """Start states given by the replicas' logs instead of reached from the empty cluster.
 
-A truncation counterexample (checkers/proofs.py) is a pair of epoch lists; to replay it as a
+A truncation counterexample (checkers/proofs/truncation.py) is a pair of epoch lists; to replay it as a
 divergent-log scenario the model needs replicas that hold exactly those logs. Each replica's
 log is what its epoch list says: offset o holds the byte the master of the epoch covering o
 wrote there (one master per epoch, so equal (epoch, offset) means equal bytes), one one-byte

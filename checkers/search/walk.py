@@ -3,7 +3,7 @@
 Each walk starts at the initial state and takes uniformly random enabled actions up to a depth
 bound, checking every invariant after every step (TLC's -simulate). Walk i of a run with seed S
 uses `random.Random(f"{S}:{i}")`, so any walk can be re-run alone; a violating walk is shrunk
-by delta debugging (checkers/replay.py) before it is reported.
+by delta debugging (checkers/counterexamples/replay.py) before it is reported.
 
 Guided walks (`guided`, `mode_guided`) add a corpus, as AFL's fuzzing loop and novelty search
 do: every state whose coarse key (a few fields per broker, `controller_key`) was never seen
@@ -25,9 +25,9 @@ from rmqcheck.model.config import Config
 from rmqcheck.model.step import Action, NotEnabled, initial_state, successors
 from rmqcheck.model.world import State
 
-from .coverage import Coverage
-from .modes import Mode
-from .replay import ddmin, shrink
+from rmqcheck.checkers.search.coverage import Coverage
+from rmqcheck.checkers.search.modes import Mode
+from rmqcheck.checkers.counterexamples.replay import ddmin, shrink
 
 
 GUIDED_HOP = 10  # steps from a kept state per round of a guided walk

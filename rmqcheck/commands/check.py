@@ -1,0 +1,133 @@
+"""`rmqcheck check`, the default job: hunts of four configurations, the other modes explored,
+recorded runs validated."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from rich.table import Table
+
+from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search.hunting import UNEXPLAINED, Finding, find_each, write_finding
+from rmqcheck.checkers.tables import matrix
+from rmqcheck.checkers.tables.matrix import MODE_BUDGET
+from rmqcheck.invariants.catalogue import BY_ID
+from rmqcheck.model import configs
+from rmqcheck.traces.recorder import Corpus, simulate
+
+from .common import budget_seconds, out, positive, print_validation, run_validation, stateful_progress
+
+NAME = "check"
+HELP = "the default job: hunt each standard configuration and tabulate"
+
+
+# The default job: the snapshot under its defaults and under the durable settings, and the
+# intended baseline under the durable settings.
+CHECK_JOBS = (
+    ("default", True),
+    ("durable", True),
+    ("durable3", True),
+    ("durable3", False),
+)
+
+
+# The other modes' configurations the default job explores exhaustively (about a minute).
+CHECK_MODES = ("classic", "classic-async-flush", "dledger", "recovery", "recovery-controller")
+
+
+def _mode_names(text: str) -> tuple[str, ...]:
+    names = tuple(n for n in text.split(",") if n)
+    unknown = [n for n in names if n not in explore.MODE_CONFIGS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown configuration(s) {unknown}; known: {', '.join(explore.MODE_CONFIGS)}")
+    return names
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--budget", type=budget_seconds, default=120.0, help="seconds in all (default 120)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="counterexamples", help="directory for counterexample files")
+    p.add_argument("--trace-runs", type=positive, default=400, help="recorded runs validated at the end (default 400)")
+    p.add_argument("--engine", choices=("local", "spark"), default="spark", help="trace validation engine (default spark)")
+    p.add_argument(
+        "--modes",
+        type=_mode_names,
+        default=CHECK_MODES,
+        help=f"other modes' configurations to explore, comma-separated, '' for none (default {','.join(CHECK_MODES)})",
+    )
+
+
+def run(args) -> int:
+    per_job = args.budget / len(CHECK_JOBS)
+    out_dir = Path(args.out)
+    summary = Table(title=f"rmqcheck check: {per_job:g}s per configuration, seed {args.seed}", show_lines=True)
+    for col in ("configuration", "model", "held (no violation found)", "violated"):
+        summary.add_column(col, overflow="fold")
+    unexplained = 0
+    for name, snapshot in CHECK_JOBS:
+        cfg = configs.with_bugs(configs.load(name), frozenset(), snapshot)
+        model = "snapshot" if snapshot else "intended"
+        found: list[tuple[Finding, Path]] = []
+        for finding, _ in find_each(cfg, BY_ID, per_job, args.seed, on_batch=stateful_progress(f"{name}/{model}")):
+            if finding is not None:
+                path = write_finding(finding, out_dir / f"{name}-{model}-{finding.counterexample.invariant}.json")
+                found.append((finding, path))
+                unexplained += finding.kind == UNEXPLAINED
+        violated = (
+            "\n".join(
+                f"{f.counterexample.invariant} ({f.kind}, {len(f.counterexample.actions)} steps): {f.note}\n  -> {p}"
+                for f, p in found
+            )
+            or "-"
+        )
+        broken = {f.counterexample.invariant for f, _ in found}
+        held = ", ".join(i for i in BY_ID if i not in broken) or "-"
+        summary.add_row(f"{name}: {configs.NAMED[name][1]}", model, held, violated)
+    out.print(summary)
+    out.print(
+        "expected: not promised under that configuration; snapshot defect: disappears with the "
+        "intended form of a known defect (rmqcheck bugs --list); unexplained: a failure."
+    )
+    unexplained += _check_modes(args, out_dir)
+    return 1 if unexplained or _check_traces(args, out_dir) else 0
+
+
+def _check_modes(args, out_dir: Path) -> int:
+    """The other-modes stage of the default job: explore each configuration (checkers/tables/matrix.py
+    classifies what breaks). Returns the number of unexplained violations."""
+    if not args.modes:
+        return 0
+    table = Table(title="other modes: exhaustive exploration", show_lines=True)
+    for col in ("configuration", "explored", "held", "violated"):
+        table.add_column(col, overflow="fold")
+    unexplained = 0
+    for name in args.modes:
+        cfg, description = explore.MODE_CONFIGS[name]
+        row = matrix.check_mode(cfg, MODE_BUDGET, out_dir, name=f"explore-{name}")
+        unexplained += len(row.unexplained())
+        held = ", ".join(c.invariant for c in row.cells if c.kind is None)
+        if held and not row.exhaustive:
+            held += " (so far)"
+        violated = [f"{c.invariant} ({c.kind}, {c.steps} steps): {c.message}\n  -> {c.path}" for c in row.cells if c.kind]
+        toggles = f"toggles {', '.join(sorted(cfg.bugs))}" if cfg.bugs else "intended (no toggles)"
+        table.add_row(
+            f"{name}: {description}; {toggles}",
+            f"{row.states:,} states, {row.explore_seconds:.1f}s, {'exhaustive' if row.exhaustive else 'NOT exhaustive'}",
+            held or "-",
+            "\n".join(violated) or "-",
+        )
+    out.print(table)
+    return unexplained
+
+
+def _check_traces(args, out_dir: Path) -> bool:
+    """The trace stage of the default job: record runs of the durable configurations (intended
+    model) and validate them on the chosen engine; True if a guarantee broke."""
+    corpus_dir = out_dir / "corpus"
+    shutil.rmtree(corpus_dir, ignore_errors=True)
+    simulate(Corpus(seed=args.seed, runs=args.trace_runs, runs_per_file=max(1, args.trace_runs // 4), stores=True), corpus_dir)
+    report, seconds = run_validation([str(corpus_dir)], args.engine, False, None, True)
+    print_validation(report, seconds, False, out_dir / "validate-violations.ndjson", 5)
+    return report.failed()

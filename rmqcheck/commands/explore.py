@@ -1,0 +1,184 @@
+"""`rmqcheck explore`: exhaustive breadth-first exploration of a bounded configuration (or liveness)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.table import Table
+
+from rmqcheck.checkers.counterexamples.files import Counterexample, write
+from rmqcheck.checkers.search import explore, liveness
+from rmqcheck.checkers.search import modes
+from rmqcheck.checkers.search.hunting import explain, write_finding
+from rmqcheck.checkers.tables import matrix
+from rmqcheck.invariants.catalogue import CATALOGUE
+from rmqcheck.invariants.liveness import LIVENESS
+from rmqcheck.model import configs
+from rmqcheck.model.config import Config
+from rmqcheck.model.step import ACTIONS, format_action
+
+from .common import UsageError, budget_seconds, explore_progress, out
+
+NAME = "explore"
+HELP = "exhaustive breadth-first exploration of a bounded configuration"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config", default="std2", help=f"standard ({', '.join([*explore.STANDARD, *explore.MODE_CONFIGS])}), named or JSON file"
+    )
+    p.add_argument("--budget", type=budget_seconds, default=None, help="seconds (default: until exhausted)")
+    p.add_argument("--messages", type=int, help="override max_messages")
+    p.add_argument("--max-epoch", type=int, help="masterEpoch bound")
+    p.add_argument("--max-sss-epoch", type=int, help="syncStateSetEpoch bound")
+    p.add_argument("--max-depth", type=int, help="depth bound")
+    p.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="broker renaming")
+    p.add_argument("--out", default="counterexamples", help="directory for counterexample files")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--liveness", action="store_true", help="check the liveness properties (L1-L3) instead")
+    p.add_argument("--bug", action="append", metavar="NAME", help="turn on a bug toggle (repeatable)")
+
+
+def run(args) -> int:
+    if args.config in explore.MODE_CONFIGS:
+        return _explore_mode(args)
+    if args.config in explore.STANDARD:
+        std = explore.STANDARD[args.config]
+        cfg, bounds, description = std.cfg, std.bounds, std.description
+    else:
+        cfg = configs.load(args.config)
+        bounds, description = explore.Bounds(), args.config
+    overrides = {k: v for k, v in (("max_epoch", args.max_epoch), ("max_sss_epoch", args.max_sss_epoch),
+                                   ("max_depth", args.max_depth)) if v is not None}
+    if args.symmetry is not None:
+        overrides["symmetry"] = args.symmetry
+    bounds = bounds._replace(**overrides)
+    if args.messages is not None:
+        cfg = configs.from_dict({"max_messages": args.messages}, "--messages", cfg)
+    if args.bug:
+        cfg = configs.from_dict({"bugs": sorted(cfg.bugs | set(args.bug))}, "--bug", cfg)
+    if args.config in explore.STANDARD and (overrides or args.messages is not None or args.bug):
+        description += "; changed by the options given (what runs is below)"
+    if args.liveness:
+        return _explore_liveness(args, cfg, bounds._replace(symmetry=False), description)
+    out.print(f"exploring {args.config}: {description}")
+    _print_bounds(cfg, bounds)
+    ex = explore.Explorer(cfg, bounds)
+    progress = None if args.quiet else lambda p: explore_progress(args.config, p)
+    r = ex.run(args.budget, progress=progress, progress_every=10.0)
+    verdict = "exhaustive" if r.exhaustive else f"NOT exhaustive (stopped: {r.stopped})"
+    out.print(
+        f"{r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, {r.seconds:.1f}s "
+        f"({r.states / max(r.seconds, 1e-9):,.0f} states/s); {r.pruned:,} states at the bounds not expanded; "
+        f"{verdict}; fingerprint collision probability <= {r.collision_bound:.1e}"
+    )
+    table = Table(title="invariants")
+    for col in ("invariant", "expected here", "verdict", "shortest counterexample"):
+        table.add_column(col, overflow="fold")
+    failed = 0
+    out_dir = Path(args.out)
+    for inv in CATALOGUE:
+        hit = r.hits.get(inv.id)
+        expected = inv.expected(cfg)
+        if hit is None:
+            verdict_text = "holds" + ("" if r.exhaustive else " (so far)")
+            where = "-"
+        else:
+            failed += expected
+            verdict_text = "[red]VIOLATED[/]" if expected else "violated (not promised here)"
+            finding = explain(cfg, list(hit.actions), inv.id, hit.message, None, "explore", len(hit.actions))
+            path = write_finding(finding, out_dir / f"explore-{Path(args.config).stem}-{inv.id}.json")
+            where = f"{len(hit.actions)} steps: {path}"
+        table.add_row(f"{inv.id} {inv.name}", "yes" if expected else "no", verdict_text, where)
+    out.print(table)
+    _print_coverage(r.coverage)
+    return 1 if failed else 0
+
+
+def _explore_mode(args) -> int:
+    """Classic HA, DLedger or store recovery: the whole space its budgets bound."""
+    cfg, description = explore.MODE_CONFIGS[args.config]
+    mode = modes.mode_for(cfg)
+    toggles = set(args.bug or ())
+    unknown = sorted(toggles - mode.toggles)
+    if unknown:
+        raise UsageError(f"unknown {mode.name} toggle(s) {unknown}; known: {', '.join(sorted(mode.toggles))}")
+    cfg = mode.validate(cfg._replace(bugs=cfg.bugs | toggles))
+    out.print(f"exploring {args.config}: {description}; toggles {sorted(cfg.bugs) or 'none'}")
+    bounds = explore.Bounds(max_depth=args.max_depth, symmetry=args.symmetry is not False)
+    row = matrix.check_mode(cfg, args.budget, Path(args.out), bounds, f"explore-{args.config}")
+    reach = "exhaustive" if row.exhaustive else f"NOT exhaustive (every state within {row.depth} steps)"
+    out.print(
+        f"{row.states:,} distinct states, {row.transitions:,} transitions, {row.explore_seconds:.1f}s "
+        f"({row.states / max(row.explore_seconds, 1e-9):,.0f} states/s); {reach}"
+    )
+    invariants = {inv.id: inv for inv in mode.invariants}
+    table = Table(title=f"{mode.name} invariants")
+    for col in ("invariant", "expected here", "verdict", "shortest counterexample"):
+        table.add_column(col, overflow="fold")
+    for c in row.cells:
+        inv = invariants[c.invariant]
+        if c.kind is None:
+            verdict, where = "holds" + ("" if row.exhaustive else " (so far)"), "-"
+        else:
+            verdict = f"[red]VIOLATED[/] ({c.kind})" if c.promised else "violated (not promised here)"
+            where = f"{c.steps} steps: {c.path}; {c.message}"
+        table.add_row(f"{inv.id} {inv.name}", "yes" if c.promised else "no", verdict, where)
+    out.print(table)
+    return 1 if any(c.promised and c.kind for c in row.cells) else 0
+
+
+def _print_bounds(cfg: Config, bounds: explore.Bounds) -> None:
+    out.print(f"  bounds: {bounds}; faults {explore.fault_text(cfg)}; toggles {sorted(cfg.bugs) or 'none'}")
+
+
+def _explore_liveness(args, cfg: Config, bounds: explore.Bounds, description: str) -> int:
+    out.print(f"liveness on {args.config}: {description} (symmetry off: unsound for liveness)")
+    _print_bounds(cfg, bounds)
+    r = liveness.check(cfg, bounds, args.budget)
+    e = r.explored
+    out.print(
+        f"{e.states:,} states, {e.transitions:,} transitions in {e.seconds:.1f}s, "
+        f"{'exhaustive' if e.exhaustive else 'NOT exhaustive: ' + e.stopped}; {r.checked} obligations analysed"
+    )
+    failed = 0
+    for prop in LIVENESS:
+        lasso = r.lassos.get(prop.id)
+        if lasso is None:
+            out.print(f"[green]{prop.id} {prop.name} holds[/] (no fair cycle keeps it open)")
+            continue
+        failed += 1
+        actions = lasso.prefix + lasso.cycle
+        cx = Counterexample(cfg, actions, prop.id, f"obligation {lasso.obligation} open on a fair cycle",
+                            method="explore", loop=len(lasso.prefix))
+        path = write(cx, Path(args.out) / f"liveness-{Path(args.config).stem}-{prop.id}.json")
+        out.print(
+            f"[bold red]{prop.id} {prop.name} VIOLATED[/]: {lasso.obligation} stays open on a fair cycle "
+            f"({len(lasso.prefix)} steps to it, {len(lasso.cycle)} around it, SCC of {lasso.scc_size} states)"
+        )
+        for i, a in enumerate(actions, start=1):
+            mark = "  <- loop" if i == len(lasso.prefix) + 1 else ""
+            out.print(f"  {i:3d}. {format_action(a)}{mark}")
+        out.print(f"  counterexample: {path}   (replay: rmqcheck replay {path})")
+    return 1 if failed else 0
+
+
+def _print_coverage(coverage) -> None:
+    table = Table(title="coverage: sometimes witnesses")
+    for col in ("witness", "status", "situation"):
+        table.add_column(col, overflow="fold")
+    for name, status, description in coverage.report():
+        style = "bold red" if status == "NOT REACHED" else ""
+        table.add_row(name, f"[{style}]{status}[/]" if style else status, description)
+    out.print(table)
+    counts = ", ".join(f"{k} {v:,}" for k, v in sorted(coverage.actions.items(), key=lambda kv: -kv[1]))
+    out.print(f"transitions per action: {counts}")
+    never = sorted(set(ACTIONS) - set(coverage.actions))
+    if never:
+        out.print(f"actions never taken: {', '.join(never)}")
+    if coverage.unreached():
+        out.print(
+            f"[bold red]not reached: {', '.join(coverage.unreached())}[/] -- the model cannot reach these "
+            "situations within these bounds, and the verdicts above say nothing about them"
+        )

@@ -1,0 +1,157 @@
+"""`rmqcheck hunt`: search one configuration, or the intended baseline plus bug toggles, with one method."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search.hunting import (
+    BUG_TOGGLE,
+    EXPECTED,
+    SNAPSHOT_DEFECT,
+    UNEXPLAINED,
+    Finding,
+    default_path,
+    explain,
+    find,
+    write_finding,
+)
+from rmqcheck.checkers.search.walk import GUIDED_HOP, guided, walk
+from rmqcheck.invariants.catalogue import BY_ID, expected_ids
+from rmqcheck.model import configs
+from rmqcheck.model.bugs import BY_NAME
+from rmqcheck.model.config import Config
+from rmqcheck.model.step import format_action
+
+from .common import UsageError, budget_seconds, explore_progress, out, stateful_progress
+
+NAME = "hunt"
+HELP = "search for a violation of the invariants expected to hold"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bug", action="append", metavar="NAME", help="turn on a bug toggle (repeatable)")
+    p.add_argument(
+        "--method",
+        choices=("stateful", "explore", "walk", "guided"),
+        default="stateful",
+        help="stateful (Hypothesis), explore (breadth-first over growing scopes side by side: shortest "
+        "counterexamples), walk (seeded random walks, delta-debugged), guided (walks restarted from states of a "
+        "new shape, delta-debugged)",
+    )
+    p.add_argument("--depth", type=int, default=60, help="walk: steps per walk (default 60)")
+    p.add_argument("--budget", type=budget_seconds, default=120.0, help="seconds (default 120)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", help="counterexample file (default counterexamples/<label>-<invariant>-seed<N>.json)")
+    p.add_argument("--config", help=f"named configuration ({', '.join(configs.NAMED)}) or JSON file")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--snapshot", action="store_true", help="with --bug: keep the snapshot's own defects on as well")
+    mode.add_argument(
+        "--intended",
+        action="store_true",
+        help="without --bug: hunt the intended baseline (every in-snapshot defect fixed)",
+    )
+
+
+def run(args) -> int:
+    toggles = frozenset(args.bug or ())
+    unknown = sorted(toggles - BY_NAME.keys())
+    if unknown:
+        raise UsageError(f"unknown bug toggle(s) {unknown}; see `rmqcheck bugs --list`")
+    if toggles:
+        cfg = _toggle_config(toggles, args.config, args.snapshot)
+    else:
+        cfg = configs.with_bugs(configs.load(args.config or "durable"), frozenset(), not args.intended)
+    targets = expected_ids(cfg)
+    label = "+".join(sorted(toggles)) or (args.config or "durable") + ("-intended" if args.intended else "")
+    out.print(
+        f"hunting {label} ({args.method}): {len(cfg.bugs)} toggles on, invariants {', '.join(sorted(targets))}, "
+        f"budget {args.budget:g}s, seed {args.seed}"
+    )
+    hunters = {"stateful": _hunt_stateful, "explore": _hunt_explore, "walk": _hunt_walk, "guided": _hunt_guided}
+    finding = hunters[args.method](cfg, targets, args, label)
+    if finding is None:
+        out.print(f"[green]no violation found[/] within {args.budget:g}s")
+        return 0
+    path = Path(args.out) if args.out else default_path("counterexamples", f"{label}-{args.method}", finding)
+    write_finding(finding, path)
+    _print_finding(finding, path)
+    return 1
+
+
+def _toggle_config(toggles: frozenset[str], base_name: str | None, snapshot: bool) -> Config:
+    if base_name is None:
+        return configs.exposing(toggles, snapshot)
+    return configs.with_bugs(configs.load(base_name), toggles, snapshot)
+
+
+def _print_finding(f: Finding, path: Path | None) -> None:
+    cx = f.counterexample
+    inv = BY_ID[cx.invariant]
+    colour = {EXPECTED: "yellow", SNAPSHOT_DEFECT: "magenta", BUG_TOGGLE: "magenta", UNEXPLAINED: "red"}[f.kind]
+    out.print(f"[bold {colour}]{cx.invariant} {inv.name} violated[/] ({f.kind}): {cx.message}")
+    out.print(f"  {f.note}")
+    how = {
+        "stateful": f"after delta debugging (Hypothesis shrank to {f.raw_steps})",
+        "walk": f"after delta debugging (the walk took {f.raw_steps})",
+        "guided": f"after delta debugging (the guided walk took {f.raw_steps})",
+        "explore": "(breadth-first: shortest within its scope)",
+    }.get(cx.method, "")
+    out.print(f"  {len(cx.actions)} steps {how}; seed {cx.seed}")
+    for i, a in enumerate(cx.actions, start=1):
+        out.print(f"  {i:3d}. {format_action(a)}")
+    if path is not None:
+        out.print(f"  counterexample: {path}   (replay: rmqcheck replay {path})")
+
+
+def _hunt_stateful(cfg: Config, targets, args, label: str) -> Finding | None:
+    finding, result = find(cfg, targets, args.budget, args.seed, on_batch=stateful_progress(label))
+    rate = result.stats.steps / max(result.seconds, 1e-9)
+    out.print(
+        f"{result.stats.examples} examples, {result.stats.steps} steps in {result.seconds:.1f}s ({rate:,.0f} steps/s)"
+    )
+    return finding
+
+
+def _hunt_explore(cfg: Config, targets, args, label: str) -> Finding | None:
+    found, tried = explore.hunt(cfg, targets, args.budget, explore_progress)
+    for scope, bounds, r in tried:
+        out.print(
+            f"scope {explore.describe_scope(scope, bounds)}: {r.states:,} states, {r.transitions:,} "
+            f"transitions, depth {r.depth}, {r.seconds:.1f}s, {r.stopped}"
+        )
+    if found is None:
+        return None
+    h = found.hit
+    return explain(found.cfg, list(h.actions), h.invariant, h.message, None, "explore", len(h.actions))
+
+
+def _hunt_walk(cfg: Config, targets, args, label: str) -> Finding | None:
+    r = walk(cfg, args.seed, args.depth, args.budget, targets, progress=_walk_progress(label, "walks"))
+    summary = f"{r.walks:,} walks of up to {args.depth} steps, {r.steps:,} steps in {r.seconds:.1f}s"
+    return _walk_finding(cfg, r, args, "walk", summary, "walk")
+
+
+def _hunt_guided(cfg: Config, targets, args, label: str) -> Finding | None:
+    r = guided(cfg, args.seed, args.budget, targets, progress=_walk_progress(label, "rounds"))
+    summary = (f"{r.walks:,} rounds of {GUIDED_HOP} steps from {r.kept:,} kept states, {r.steps:,} steps in "
+               f"{r.seconds:.1f}s")
+    return _walk_finding(cfg, r, args, "guided", summary, "round", " from the start")
+
+
+def _walk_progress(label: str, unit: str):
+    def report(count: int, steps: int, seconds: float) -> None:
+        out.print(f"  {label}: {count:,} {unit}, {steps:,} steps, {steps / max(seconds, 1e-9):,.0f} steps/s")
+
+    return report
+
+
+def _walk_finding(cfg: Config, r, args, method: str, summary: str, unit: str, since: str = "") -> Finding | None:
+    """Print a walk run's summary and its hit; the hit's delta-debugged finding."""
+    out.print(summary)
+    if r.hit is None:
+        return None
+    h = r.hit
+    out.print(f"{unit} {h.walk} of seed {args.seed} violated {h.invariant} after {len(h.actions)} steps{since}")
+    return explain(cfg, list(h.shrunk), h.invariant, h.message, args.seed, method, len(h.actions))

@@ -1,0 +1,144 @@
+"""`rmqcheck replay`: re-run a counterexample or scenario file deterministically, step by step."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from rmqcheck.checkers.counterexamples.describe import changes, state_lines
+from rmqcheck.checkers.counterexamples.files import Counterexample, CounterexampleError, read
+from rmqcheck.checkers.counterexamples.replay import ReplayError, replay
+from rmqcheck.checkers.search import liveness, modes
+from rmqcheck.invariants.catalogue import BY_ID, expected_ids
+from rmqcheck.invariants.liveness import LIVENESS_BY_ID
+from rmqcheck.model.bugs import SNAPSHOT
+from rmqcheck.model.step import format_action
+
+from .common import out
+
+NAME = "replay"
+HELP = "re-run a counterexample or scenario file deterministically"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file")
+    p.add_argument("--quiet", action="store_true", help="print only the verdict")
+
+
+def run(args) -> int:
+    if modes.is_mode_file(args.file):
+        return _replay_mode(args.file)
+    cx: Counterexample = read(args.file)
+    truncation_hit = _replay_truncation(cx, args.file) if cx.truncation is not None else True
+    if cx.truncation is not None and not cx.actions:
+        return 1 if truncation_hit else 0
+    try:
+        r = replay(cx.config, cx.actions, start=cx.start)
+    except ReplayError as exc:
+        raise CounterexampleError(f"{args.file}: {exc}") from None
+    expected = expected_ids(cx.config)
+    table = Table(title=f"replay {args.file}", show_lines=False)
+    for col, kw in (
+        ("step", {"justify": "right"}),
+        ("action", {}),
+        ("what changed", {"overflow": "fold"}),
+        ("violations", {"overflow": "fold"}),
+    ):
+        table.add_column(col, **kw)
+    first_hit: tuple[int, str] | None = None
+    for i, a in enumerate(cx.actions, start=1):
+        vs = r.violations[i]
+        marks = []
+        for v in vs:
+            tag = "" if v.invariant in expected else " (not expected to hold here)"
+            marks.append(f"{v.invariant}{tag}: {v.message}")
+            if first_hit is None and (
+                v.invariant == cx.invariant or (cx.invariant is None and v.invariant in expected)
+            ):
+                first_hit = (i, v.invariant)
+        step_no = f"{i} (loop)" if cx.loop is not None and i == cx.loop + 1 else str(i)
+        table.add_row(step_no, format_action(a), changes(r.states[i - 1], r.states[i]), "\n".join(marks))
+    if not args.quiet:
+        out.print(
+            f"configuration: toggles {sorted(cx.config.bugs) or 'none'}"
+            + (" (the snapshot)" if cx.config.bugs == SNAPSHOT else "")
+        )
+        if cx.start:
+            out.print("  start: constructed from the replicas' logs (not reached from the empty cluster)")
+        for line in state_lines(r.states[0]):
+            out.print(f"  start: {line}")
+        out.print(table)
+        for line in state_lines(r.states[-1]):
+            out.print(f"  end:   {line}")
+    if cx.loop is not None:
+        found = liveness.recheck(cx.config, cx.actions, cx.loop, cx.invariant)
+        if found is None:
+            out.print(f"[green]not reproduced: no fair cycle keeps {cx.invariant} open from step {cx.loop + 1}[/]")
+            return 0
+        out.print(f"[bold red]reproduced: {cx.invariant} {LIVENESS_BY_ID[cx.invariant].name} violated: {found}[/]")
+        return 1
+    if cx.invariant is not None:
+        if first_hit is not None and truncation_hit:
+            out.print(
+                f"[bold red]reproduced: {cx.invariant} {BY_ID[cx.invariant].name} violated at step {first_hit[0]}[/]"
+            )
+            return 1
+        out.print(f"[green]not reproduced: {cx.invariant} holds throughout[/]")
+        return 0
+    if first_hit is not None:
+        out.print(f"[bold red]{first_hit[1]} violated at step {first_hit[0]}[/]")
+        return 1
+    out.print("[green]every invariant expected to hold did hold[/]")
+    return 0
+
+
+def _replay_truncation(cx: Counterexample, where: str) -> bool:
+    """Re-check a `rmqcheck prove` truncation section on integers; True when it reproduces."""
+    from rmqcheck.checkers.proofs import truncation as proofs
+
+    sec = cx.truncation
+    try:
+        got, broken = proofs.recheck(sec, where)
+    except ValueError as exc:
+        raise CounterexampleError(str(exc)) from None
+    out.print(
+        f"truncation: local {sec['local']} max {sec['local_max']}, master {sec['master']} max {sec['master_max']}, "
+        f"search {sec['search']}"
+    )
+    out.print(f"  point {got} (recorded {sec['point']}; the faithful search gives {sec['faithful_point']})")
+    if got == sec["point"] and broken is not None:
+        out.print(f"  [bold red]property {sec['property']} violated on integers[/]: {broken}")
+        return True
+    out.print(f"  [green]property {sec['property']} holds on these lists now[/]")
+    return False
+
+
+def _replay_mode(path: str) -> int:
+    """A classic-HA, DLedger or recovery scenario: every step with what it changed and the violations."""
+    sc = modes.read(path)
+    try:
+        r = modes.replay(sc.mode, sc.config, sc.actions)
+    except CounterexampleError as exc:
+        raise CounterexampleError(f"{path}: {exc}") from None
+    out.print(f"{sc.mode.name} mode ({sc.mode.source}); toggles {sorted(sc.config.bugs) or 'none'}")
+    table = Table(title=f"replay {path}")
+    table.add_column("step", justify="right")
+    for col in ("action", "what changed", "violations"):
+        table.add_column(col, overflow="fold")
+    for i, a in enumerate(sc.actions, start=1):
+        marks = "\n".join(f"{v.invariant}: {v.message}" for v in r.violations[i])
+        table.add_row(str(i), modes.format_action(sc.mode, a), modes.changes(r.states[i - 1], r.states[i]), marks)
+    out.print(table)
+    hit = r.first(sc.invariant)
+    if sc.invariant is not None:
+        if hit is None:
+            out.print(f"[green]not reproduced: {sc.invariant} holds throughout[/]")
+            return 0
+        out.print(f"[bold red]reproduced: {sc.invariant} violated at step {hit[0]}: {hit[1].message}[/]")
+        return 1
+    if r.first() is not None:
+        out.print(f"[bold red]{r.first()[1].invariant} violated at step {r.first()[0]}[/]")
+        return 1
+    out.print("[green]every invariant held[/]")
+    return 0

@@ -1,0 +1,44 @@
+"""`rmqcheck validate`: check recorded runs, OpenChaos histories and store files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rmqcheck.traces.schema import TraceError
+
+from .common import out, print_validation, run_validation
+
+NAME = "validate"
+HELP = "check recorded traces, OpenChaos histories and epoch files"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--engine", choices=("local", "spark"), default="local")
+    p.add_argument("--master", help="Spark master URL (default local[*]; e.g. local-cluster[2,1,1024], spark://host:7077)")
+    p.add_argument("--violations", default="counterexamples/validate-violations.ndjson", help="where violations are written")
+    p.add_argument("--skip-bad-records", action="store_true", help="skip bad records, writing them to --rejected")
+    p.add_argument("--rejected", default="counterexamples/validate-rejected.ndjson")
+    p.add_argument("--strict", action="store_true", help="count duplicates and stuck replicas as violations too")
+    p.add_argument("--show", type=int, default=10, help="violations to print (default 10)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args) -> int:
+    try:
+        report, seconds = run_validation(args.paths, args.engine, args.skip_bad_records, args.master, args.quiet)
+    except TraceError as exc:
+        print(f"rmqcheck: bad input: {exc}", file=sys.stderr)
+        return 2
+    print_validation(report, seconds, args.strict, Path(args.violations), args.show)
+    if report.bad:
+        rejected = Path(args.rejected)
+        rejected.parent.mkdir(parents=True, exist_ok=True)
+        with open(rejected, "w") as f:
+            for b in report.bad:
+                f.write(json.dumps(b.to_json()) + "\n")
+        out.print(f"{len(report.bad)} bad records skipped, written to {rejected}")
+    return 1 if report.failed(args.strict) else 0
