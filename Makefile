@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test hunt bench bench-spark java chromium matrix bugs report clean
+.PHONY: run test hunt bench bench-spark java jdk chromium matrix bugs report clean
 
 # Create the virtual environment if missing and install everything pinned in pyproject.toml.
 $(STAMP): pyproject.toml
@@ -19,6 +19,21 @@ java:
 	if [ -z "$$v" ]; then echo "error: Java not found; PySpark needs Java 17 (Debian: apt-get install openjdk-17-jre-headless)" >&2; exit 1; fi; \
 	if [ "$$v" != 17 ] && [ "$$v" != 21 ]; then echo "error: PySpark needs Java 17 or 21, found Java $$v" >&2; exit 1; fi
 
+# Conformance (rmqcheck conform) compiles RocketMQ's own classes: a JDK and Debian's jars
+# (checkers/java/build.py lists which jar each package gives).
+JDK_PACKAGES := openjdk-17-jdk-headless libcommons-lang3-java libguava-java libnetty-java \
+                libcommons-validator-java libhessian-java libcommons-collections3-java
+JARS := commons-lang3 guava netty-common netty-transport netty-buffer netty-codec netty-handler \
+        netty-resolver commons-validator hessian commons-collections3
+jdk:
+	@missing=""; command -v javac >/dev/null 2>&1 || missing="javac"; \
+	for j in $(JARS); do [ -e /usr/share/java/$$j.jar ] || missing="$$missing $$j.jar"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's JDK and Java libraries for conformance (missing:$$missing)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(JDK_PACKAGES) >/dev/null; \
+	  else echo "error: conformance needs$$missing: apt-get install $(JDK_PACKAGES) (as root)" >&2; exit 1; fi; fi
+
 # The report test renders the page in Debian's headless Chromium.
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -29,10 +44,11 @@ chromium:
 
 # The default check job.
 run: $(STAMP) java
+	@$(MAKE) --no-print-directory jdk || echo "(the check job skips conformance without them)"
 	$(BIN)/rmqcheck check
 
 # The whole test suite (long hunts and benchmarks are behind `make hunt` / `make bench`).
-test: $(STAMP) java chromium
+test: $(STAMP) java jdk chromium
 	$(BIN)/python -m pytest
 
 # Every bug toggle hunted with the budget of the acceptance check, plus a long hunt of the

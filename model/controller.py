@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .javaint import int32
+
 # ResponseCode (remoting/.../protocol/ResponseCode.java)
 SUCCESS = 0
 CONTROLLER_FENCED_MASTER_EPOCH = 2000
@@ -24,6 +26,7 @@ CONTROLLER_INVALID_REPLICAS = 2003
 CONTROLLER_MASTER_NOT_AVAILABLE = 2004
 CONTROLLER_BROKER_NOT_ALIVE = 2006
 CONTROLLER_BROKER_METADATA_NOT_EXIST = 2008
+CONTROLLER_INVALID_CLEAN_BROKER_METADATA = 2009
 CONTROLLER_BROKER_NEED_TO_BE_REGISTERED = 2010
 CONTROLLER_MASTER_STILL_EXIST = 2011
 CONTROLLER_ELECT_MASTER_FAILED = 2012
@@ -38,12 +41,19 @@ class SetState(NamedTuple):
     """SyncStateInfo + BrokerReplicaInfo of the modelled broker set."""
 
     exists: bool = False  # isContainsBroker: present in both tables
+    # After a partial clean-up one table can outlive the other ("replicas": brokerIdInfo alone,
+    # "sync": SyncStateInfo alone); isContainsBroker is false, but some requests read the
+    # survivor (cleanBrokerData below).
+    orphan: str = ""
     master: int | None = None
     master_epoch: int = 0
     sss: frozenset[int] = frozenset()
     sss_epoch: int = 0
     broker_ids: frozenset[int] = frozenset()  # brokerIdInfo keys
     next_id: int = 1  # nextAssignBrokerId
+    # (id, registerCheckCode) of ids applied for with a code; the model's own brokers apply
+    # once each and pass none, so explored states keep this empty.
+    check_codes: tuple[tuple[int, str], ...] = ()
 
 
 class LiveInfo(NamedTuple):
@@ -69,9 +79,14 @@ class AlterSyncStateSetEvent(NamedTuple):
 
 class ApplyBrokerIdEvent(NamedTuple):
     broker_id: int
+    check_code: str | None = None
 
 
-Event = ElectMasterEvent | AlterSyncStateSetEvent | ApplyBrokerIdEvent
+class CleanBrokerDataEvent(NamedTuple):
+    broker_ids: frozenset[int] | None  # None or empty: the whole broker set
+
+
+Event = ElectMasterEvent | AlterSyncStateSetEvent | ApplyBrokerIdEvent | CleanBrokerDataEvent
 
 
 def apply_event(s: SetState, ev: Event) -> SetState:
@@ -93,13 +108,40 @@ def apply_event(s: SetState, ev: Event) -> SetState:
             return s
         return s._replace(sss=ev.new_sss, sss_epoch=s.sss_epoch + 1)
     if isinstance(ev, ApplyBrokerIdEvent):
+        code = ((ev.broker_id, ev.check_code),) if ev.check_code is not None else ()
         if not s.exists:
-            return SetState(exists=True, broker_ids=frozenset((ev.broker_id,)), next_id=2)
+            return SetState(exists=True, broker_ids=frozenset((ev.broker_id,)), next_id=2, check_codes=code)
         if ev.broker_id in s.broker_ids:
             return s
         # addBroker increments nextAssignBrokerId by one whatever the id was.
-        return s._replace(broker_ids=s.broker_ids | {ev.broker_id}, next_id=s.next_id + 1)
+        return s._replace(broker_ids=s.broker_ids | {ev.broker_id}, next_id=s.next_id + 1,
+                          check_codes=tuple(sorted(s.check_codes + code)))
+    if isinstance(ev, CleanBrokerDataEvent):
+        return _clean(s, ev.broker_ids)
     raise TypeError(f"unknown controller event {ev!r}")
+
+
+def _clean(s: SetState, ids: frozenset[int] | None) -> SetState:
+    """handleCleanBrokerDataEvent: without ids both tables go; with ids each id leaves both
+    tables, and a table left empty is removed, so one can outlive the other."""
+    if not ids:
+        return SetState()
+    if not s.exists:
+        return s
+    left, sss = s.broker_ids - ids, s.sss - ids
+    codes = tuple(c for c in s.check_codes if c[0] in left)
+    if not left and not sss:
+        return SetState()
+    if not left:
+        return s._replace(exists=False, orphan="sync", broker_ids=frozenset(), sss=sss, check_codes=())
+    if not sss:
+        return SetState(orphan="replicas", broker_ids=left, next_id=s.next_id, check_codes=codes)
+    return s._replace(broker_ids=left, sss=sss, check_codes=codes)
+
+
+def _has_replicas(s: SetState) -> bool:
+    """replicaInfoTable holds the set (what applyBrokerId and getNextBrokerId look at)."""
+    return s.exists or s.orphan == "replicas"
 
 
 class Controller(NamedTuple):
@@ -155,19 +197,23 @@ def failover_lagging(c: Controller) -> Controller:
 
 
 def on_broker_heartbeat(
-    c: Controller, broker: int, now: int, epoch: int, max_offset: int, confirm_offset: int
+    c: Controller, broker: int, now: int, epoch: int, max_offset: int, confirm_offset: int, priority: int = INT_MAX
 ) -> Controller:
-    """`DefaultBrokerHeartbeatManager.onBrokerHeartbeat`: the timestamp is always refreshed;
-    (epoch, maxOffset, confirmOffset) only if (epoch, maxOffset) grew, so a truncation does
-    not lower the controller's view while the entry lives."""
+    """`DefaultBrokerHeartbeatManager.onBrokerHeartbeat`: the timestamp and the election
+    priority are always refreshed; (epoch, maxOffset, confirmOffset) only if (epoch, maxOffset)
+    grew, so a truncation does not lower the controller's view while the entry lives.
+
+    Quirk, found by `rmqcheck conform`: the first heartbeat builds BrokerLiveInfo with the
+    nine-argument constructor, which has no confirmOffset, so it stays 0 until (epoch,
+    maxOffset) next grows (DefaultBrokerHeartbeatManager.java:121-131)."""
     live = list(c.live)
     old = live[broker - 1]
     if old is None:
-        new = LiveInfo(now, epoch, max_offset, confirm_offset)
+        new = LiveInfo(now, epoch, max_offset, 0, priority)
     elif epoch > old.epoch or (epoch == old.epoch and max_offset > old.max_offset):
-        new = LiveInfo(now, epoch, max_offset, confirm_offset, old.priority)
+        new = LiveInfo(now, epoch, max_offset, confirm_offset, priority)
     else:
-        new = old._replace(last_update=now)
+        new = old._replace(last_update=now, priority=priority)
     live[broker - 1] = new
     return c._replace(live=tuple(live))
 
@@ -189,16 +235,19 @@ def expire(c: Controller, broker: int) -> Controller:
 
 
 def get_next_broker_id(s: SetState) -> int:
-    return s.next_id if s.exists else 1
+    return s.next_id if _has_replicas(s) else 1
 
 
-def apply_broker_id(s: SetState, broker_id: int) -> tuple[int, tuple[Event, ...]]:
-    """`applyBrokerId`: an unknown set accepts only id 1; a known one any unassigned id.
-    (The model has no check codes: every broker applies for its own id once.)"""
-    if not s.exists:
-        return (SUCCESS, (ApplyBrokerIdEvent(broker_id),)) if broker_id == 1 else (CONTROLLER_BROKER_ID_INVALID, ())
-    if broker_id not in s.broker_ids:
-        return SUCCESS, (ApplyBrokerIdEvent(broker_id),)
+def apply_broker_id(s: SetState, broker_id: int, check_code: str | None = None) -> tuple[int, tuple[Event, ...]]:
+    """`applyBrokerId`: an unknown set accepts only id 1; a known one any unassigned id, or an
+    assigned one again from the broker that holds it (the same registerCheckCode: a broker
+    restarting before it persisted its id; ReplicasInfoManager.java:325, found by
+    `rmqcheck conform`). The model's own brokers apply once each, without a code."""
+    event = ApplyBrokerIdEvent(broker_id, check_code)
+    if not _has_replicas(s):
+        return (SUCCESS, (event,)) if broker_id == 1 else (CONTROLLER_BROKER_ID_INVALID, ())
+    if broker_id not in s.broker_ids or (check_code is not None and (broker_id, check_code) in s.check_codes):
+        return SUCCESS, (event,)
     return CONTROLLER_BROKER_ID_INVALID, ()
 
 
@@ -229,6 +278,56 @@ def get_replica_info(s: SetState) -> tuple[int, RoleInfo | None]:
     if not s.exists:
         return CONTROLLER_BROKER_METADATA_NOT_EXIST, None
     return SUCCESS, RoleInfo(s.master, s.master_epoch, s.sss_epoch, s.sss)
+
+
+class ReplicaRow(NamedTuple):
+    broker: int
+    alive: bool
+
+
+def get_sync_state_data(s: SetState, alive: frozenset[int]) -> tuple[tuple[ReplicaRow, ...], tuple[ReplicaRow, ...]] | None:
+    """`getSyncStateData`: every registered broker with its liveness, in the SyncStateSet or
+    not; None for a set the controller does not hold."""
+    if not s.exists:
+        return None
+    rows = [ReplicaRow(b, b in alive) for b in sorted(s.broker_ids)]
+    return tuple(r for r in rows if r.broker in s.sss), tuple(r for r in rows if r.broker not in s.sss)
+
+
+def clean_broker_data(
+    s: SetState, ids: frozenset[int] | None, clean_living: bool, alive: frozenset[int]
+) -> tuple[int, tuple[Event, ...]]:
+    """`cleanBrokerData` (the admin's cleanBrokerMetadata): unless told to clean living brokers,
+    refuses while the set has a master (no ids given) or while a named broker is alive.
+
+    Quirk, found by `rmqcheck conform`: the ids are parsed only when living brokers are not to
+    be cleaned (ReplicasInfoManager.java:432-449), so cleanLivingBroker with ids removes the
+    whole broker set, not the named brokers."""
+    if clean_living:
+        ids = None
+    else:
+        if not ids and (s.exists or s.orphan == "sync") and s.master is not None:
+            return CONTROLLER_INVALID_CLEAN_BROKER_METADATA, ()
+        if ids and ids & alive:
+            return CONTROLLER_INVALID_CLEAN_BROKER_METADATA, ()
+    if s.exists:
+        return SUCCESS, (CleanBrokerDataEvent(ids),)
+    return CONTROLLER_INVALID_CLEAN_BROKER_METADATA, ()
+
+
+class NullPointer(Exception):
+    """Where the mirrored Java dereferences null: the model raises what the code throws."""
+
+
+def needs_reelection(s: SetState, alive: frozenset[int]) -> bool:
+    """`scanNeedReelectBrokerSets` for the modelled set: its master is not alive but another
+    registered broker is. Reads the SyncStateInfo table, then the replica table; a SyncStateInfo
+    that outlived its replicas (a partial clean-up) makes the Java throw."""
+    if not (s.exists or s.orphan == "sync") or s.master is None or s.master in alive:
+        return False
+    if not s.exists:
+        raise NullPointer("replicaInfoTable.get(brokerName) is null (the SyncStateInfo outlived it)")
+    return bool(s.broker_ids & alive)
 
 
 # --- AlterSyncStateSet (reference §3.3) -------------------------------------------------------
@@ -263,19 +362,15 @@ def alter_sync_state_set(
 # --- ElectMaster and DefaultElectPolicy (reference §3.4, §3.5) --------------------------------
 
 
-def _java_int(x: int) -> int:
-    return ((x + 2**31) % 2**32) - 2**31
-
-
 def _compare(a: tuple[int, LiveInfo], b: tuple[int, LiveInfo]) -> int:
     """DefaultElectPolicy's comparator, `(int)` casts included: epoch descending, then
     maxOffset descending, then electionPriority ascending."""
     (_, x), (_, y) = a, b
     if x.epoch != y.epoch:
-        return _java_int(y.epoch - x.epoch)
+        return int32(y.epoch - x.epoch)
     if x.max_offset != y.max_offset:
-        return _java_int(y.max_offset - x.max_offset)
-    return _java_int(x.priority - y.priority)
+        return int32(y.max_offset - x.max_offset)
+    return int32(x.priority - y.priority)
 
 
 def _tree_set_first(items: list[tuple[int, LiveInfo]]) -> int:

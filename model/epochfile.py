@@ -17,6 +17,8 @@ from __future__ import annotations
 import operator
 from typing import Any, NamedTuple, Sequence
 
+from .javaint import int32
+
 INF = 2**63 - 1  # Long.MAX_VALUE, EpochEntry's default endOffset
 
 Entry = tuple[int, int]  # (epoch, start offset)
@@ -65,9 +67,12 @@ def find_by_offset(ef: EpochFile, offset: int) -> tuple[int, int, int] | None:
 
 
 def next_entry(ef: EpochFile, epoch: int) -> tuple[int, int, int] | None:
-    """`nextEntry(epoch)`: the entry with the smallest epoch >= epoch + 1 (TreeMap ceiling)."""
+    """`nextEntry(epoch)`: the entry with the smallest epoch >= epoch + 1 (TreeMap ceiling).
+    `epoch + 1` is int arithmetic: nextEntry(Integer.MAX_VALUE) is the first entry (found by
+    `rmqcheck conform`; no real epoch gets there)."""
+    after = int32(epoch + 1)
     for i, (e, s) in enumerate(ef.entries):
-        if e >= epoch + 1:
+        if e >= after:
             return (e, s, end_of(ef, i))
     return None
 

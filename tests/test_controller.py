@@ -161,8 +161,9 @@ def test_election_resets_the_set_and_bumps_both_epochs():
 def test_heartbeat_data_only_grows_but_the_timestamp_always_refreshes():
     c = ctl.Controller(live=(None, None))
     c = ctl.on_broker_heartbeat(c, 1, 0, 2, 50, 40)
-    c = ctl.on_broker_heartbeat(c, 1, 5, 2, 30, 30)  # a truncation does not lower the view
-    assert c.live[0] == LiveInfo(5, 2, 50, 40)
+    assert c.live[0] == LiveInfo(0, 2, 50, 0)  # the first heartbeat's confirmOffset is dropped (conform)
+    c = ctl.on_broker_heartbeat(c, 1, 5, 2, 30, 30, priority=3)  # a truncation does not lower the view
+    assert c.live[0] == LiveInfo(5, 2, 50, 0, 3)  # but the priority is always taken
     c = ctl.on_broker_heartbeat(c, 1, 6, 3, 10, 10)
     assert c.live[0] == LiveInfo(6, 3, 10, 10)
     assert ctl.is_alive(c, 1, 8, 2) and not ctl.is_alive(c, 1, 9, 2)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from rich.table import Table
 
+from rmqcheck.checkers.java import conform
+from rmqcheck.checkers.java.driver import DriverError
 from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search.hunting import UNEXPLAINED, Finding, find_each, write_finding
 from rmqcheck.checkers.tables import matrix
@@ -17,7 +19,17 @@ from rmqcheck.invariants.catalogue import BY_ID
 from rmqcheck.model import configs
 from rmqcheck.traces.recorder import Corpus, simulate
 
-from .common import budget_seconds, out, positive, print_validation, run_validation, stateful_progress
+from .common import (
+    UsageError,
+    add_source_argument,
+    budget_seconds,
+    out,
+    positive,
+    print_validation,
+    run_validation,
+    start_driver,
+    stateful_progress,
+)
 
 NAME = "check"
 HELP = "the default job: hunt each standard configuration and tabulate"
@@ -57,6 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=CHECK_MODES,
         help=f"other modes' configurations to explore, comma-separated, '' for none (default {','.join(CHECK_MODES)})",
     )
+    p.add_argument("--conform-budget", type=float, default=15.0,
+                   help="seconds of conformance against RocketMQ's classes, 0 for none (default 15)")
+    add_source_argument(p)
 
 
 def run(args) -> int:
@@ -91,7 +106,37 @@ def run(args) -> int:
         "intended form of a known defect (rmqcheck bugs --list); unexplained: a failure."
     )
     unexplained += _check_modes(args, out_dir)
-    return 1 if unexplained or _check_traces(args, out_dir) else 0
+    diverged = _check_conformance(args, out_dir)
+    return 1 if unexplained or diverged or _check_traces(args, out_dir) else 0
+
+
+def _check_conformance(args, out_dir: Path) -> bool:
+    """The conformance stage: a short `rmqcheck conform` pass on the shared RocketMQ tree (or
+    --rocketmq-src); True if the code and the model diverged. Without a JDK or a tree it says so
+    in one line and goes on."""
+    if args.conform_budget <= 0:
+        return False
+    try:
+        driver = start_driver(args.rocketmq_src)
+    except UsageError as exc:
+        out.print(f"[yellow]conformance skipped: {exc}[/]")
+        return False
+    try:
+        with driver:
+            tally = conform.conform(driver, args.seed, args.conform_budget)
+    except DriverError as exc:
+        out.print(f"[bold red]conformance failed: {exc}[/]")
+        return True
+    rate = tally.operations / max(tally.seconds, 1e-9)
+    line = (f"conformance with RocketMQ's classes: {tally.sequences:,} sequences, {tally.operations:,} requests "
+            f"compared in {tally.seconds:.1f}s ({rate:,.0f}/s)")
+    if tally.divergence is None:
+        out.print(f"{line}: [green]agreed on every request[/]")
+        return False
+    path = conform.write_scenario(tally.divergence, out_dir / f"conform-seed{args.seed}.scn",
+                                  f"rmqcheck check --seed {args.seed}")
+    out.print(f"{line}: [bold red]diverged[/] after {len(tally.divergence.steps)} requests -> {path}")
+    return True
 
 
 def _check_modes(args, out_dir: Path) -> int:

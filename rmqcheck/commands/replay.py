@@ -9,13 +9,14 @@ from rich.table import Table
 from rmqcheck.checkers.counterexamples.describe import changes, state_lines
 from rmqcheck.checkers.counterexamples.files import Counterexample, CounterexampleError, read
 from rmqcheck.checkers.counterexamples.replay import ReplayError, replay
+from rmqcheck.checkers.java import conform
 from rmqcheck.checkers.search import liveness, modes
 from rmqcheck.invariants.catalogue import BY_ID, expected_ids
 from rmqcheck.invariants.liveness import LIVENESS_BY_ID
 from rmqcheck.model.bugs import SNAPSHOT
 from rmqcheck.model.step import format_action
 
-from .common import out
+from .common import add_source_argument, out, start_driver
 
 NAME = "replay"
 HELP = "re-run a counterexample or scenario file deterministically"
@@ -24,9 +25,12 @@ HELP = "re-run a counterexample or scenario file deterministically"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file")
     p.add_argument("--quiet", action="store_true", help="print only the verdict")
+    add_source_argument(p)
 
 
 def run(args) -> int:
+    if conform.is_scenario(args.file):
+        return _replay_conform(args)
     if modes.is_mode_file(args.file):
         return _replay_mode(args.file)
     cx: Counterexample = read(args.file)
@@ -141,4 +145,29 @@ def _replay_mode(path: str) -> int:
         out.print(f"[bold red]{r.first()[1].invariant} violated at step {r.first()[0]}[/]")
         return 1
     out.print("[green]every invariant held[/]")
+    return 0
+
+
+def _replay_conform(args) -> int:
+    """A `conform` scenario: every request on RocketMQ's classes and on the model, side by side."""
+    try:
+        requests = conform.read_scenario(args.file)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CounterexampleError(str(exc)) from None
+    with start_driver(args.rocketmq_src) as driver:
+        steps = conform.run_sequence(driver, requests, stop_at_first=False)
+    table = Table(title=f"replay {args.file}: RocketMQ's classes | the model")
+    for col in ("#", "request", "java", "model", "verdict"):
+        table.add_column(col, overflow="fold")
+    for row in conform.side_by_side(steps):
+        table.add_row(str(row[0]), *row[1:])
+    if not args.quiet:
+        out.print(table)
+    differing = [i for i, s in enumerate(steps, start=1) if s.diffs]
+    if differing:
+        first = steps[differing[0] - 1]
+        out.print(f"[bold red]reproduced: the code and the model differ at request {differing[0]}[/]: "
+                  + "; ".join(f"{k}: java {j!r}, model {m!r}" for k, j, m in first.diffs))
+        return 1
+    out.print("[green]not reproduced: the code and the model agree on every request[/]")
     return 0

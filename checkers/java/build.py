@@ -1,0 +1,225 @@
+"""Compile RocketMQ's own controller, election policy and epoch cache, with our driver, from a
+RocketMQ source tree (a checkout or a source tarball), into build/java/<content hash>/.
+
+What is loaded: javac's -sourcepath over the tree's common/, remoting/, controller/ and store/
+`src/main/java` compiles exactly the classes the driver reaches (ReplicasInfoManager,
+DefaultElectPolicy, DefaultBrokerHeartbeatManager, the events and headers, SyncStateInfo,
+BrokerReplicaInfo, ControllerConfig, EpochFileCache, CheckpointFile, ... about a hundred). Third-
+party classes come from Debian's jars; for what Debian lacks, our stubs (java/stubs/) stand in:
+RocketMQ's shaded slf4j (silent), fastjson's encoder (keeps the object for the driver),
+fastjson's annotations, and RaftBrokerHeartBeatManager (needs sofa-jraft; never built).
+
+Every failure is a BuildError whose message names what is missing: javac, a jar (and its Debian
+package), a class or method the driver needs (an older or newer RocketMQ), or a tree that is not
+RocketMQ at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import NamedTuple
+
+HERE = Path(__file__).resolve().parent
+JAVA = HERE / "java"
+REPO = HERE.parents[1]
+BUILD = REPO / "build" / "java"
+ROOTS = ("common", "remoting", "controller", "store")
+MAIN_CLASS = "RmqcheckDriver"
+
+# Debian's jars, by file name under /usr/share/java, and the package that installs each.
+JAR_DIR = Path("/usr/share/java")
+JARS = {
+    "commons-lang3.jar": "libcommons-lang3-java",
+    "guava.jar": "libguava-java",
+    "netty-common.jar": "libnetty-java",
+    "netty-transport.jar": "libnetty-java",
+    "netty-buffer.jar": "libnetty-java",
+    "netty-codec.jar": "libnetty-java",
+    "netty-handler.jar": "libnetty-java",
+    "netty-resolver.jar": "libnetty-java",
+    "commons-validator.jar": "libcommons-validator-java",
+    "hessian.jar": "libhessian-java",
+    "commons-collections3.jar": "libcommons-collections3-java",
+}
+
+# The classes and members the driver calls; checked before javac so that an older or newer
+# RocketMQ fails with the name of what it lacks.
+_C = "controller/src/main/java/org/apache/rocketmq/controller/"
+NEEDED = {
+    _C + "impl/manager/ReplicasInfoManager.java": (
+        "alterSyncStateSet", "electMaster", "getNextBrokerId", "applyBrokerId", "registerBroker", "getReplicaInfo",
+        "cleanBrokerData", "scanNeedReelectBrokerSets", "applyEvent", "serialize", "deserializeFrom"),
+    _C + "elect/impl/DefaultElectPolicy.java": ("elect",),
+    _C + "impl/heartbeat/DefaultBrokerHeartbeatManager.java": ("onBrokerHeartbeat", "isBrokerActive",
+                                                               "getBrokerLiveInfo"),
+    _C + "impl/heartbeat/BrokerLiveInfo.java": ("setLastUpdateTimestamp", "getConfirmOffset", "getElectionPriority"),
+    _C + "impl/manager/SyncStateInfo.java": ("getMasterBrokerId", "getMasterEpoch", "getSyncStateSetEpoch"),
+    _C + "impl/manager/BrokerReplicaInfo.java": ("getBrokerIdTable", "getNextAssignBrokerId"),
+    "store/src/main/java/org/apache/rocketmq/store/ha/autoswitch/EpochFileCache.java": (
+        "appendEntry", "setLastEpochEntryEndOffset", "truncateSuffixByEpoch", "truncateSuffixByOffset",
+        "truncatePrefixByOffset", "findConsistentPoint", "initCacheFromFile", "initCacheFromEntries",
+        "findEpochEntryByOffset", "nextEntry", "getEntry", "getAllEntries"),
+    "common/src/main/java/org/apache/rocketmq/common/ControllerConfig.java": ("setEnableElectUncleanMaster",),
+}
+
+# Java 17 closes the JDK's internals; Hessian (ReplicasInfoManager's snapshot) reflects into them.
+JVM_FLAGS = ("--add-opens", "java.base/java.lang=ALL-UNNAMED",
+             "--add-opens", "java.base/java.util=ALL-UNNAMED",
+             "--add-opens", "java.base/java.util.concurrent=ALL-UNNAMED",
+             "--add-opens", "java.base/java.util.concurrent.atomic=ALL-UNNAMED")
+
+
+class BuildError(RuntimeError):
+    """The classes could not be built; the message says what is missing and how to get it."""
+
+
+class Classpath(NamedTuple):
+    classes: Path
+    jars: tuple[Path, ...]
+
+    def __str__(self) -> str:
+        return os.pathsep.join(str(p) for p in (self.classes, *self.jars))
+
+
+def shared_tree() -> Path | None:
+    """../shared/rocketmq/ beside the checkout (or the working directory), when present."""
+    for base in (REPO, Path.cwd()):
+        candidate = base.parent / "shared" / "rocketmq"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def locate(src: str | os.PathLike | None) -> Path:
+    """The tree to build: `src`, else $RMQCHECK_ROCKETMQ_SRC, else ../shared/rocketmq/. A
+    directory holding exactly one *-src.tar.gz (as ../shared/rocketmq/ does) means that tarball."""
+    chosen = src or os.environ.get("RMQCHECK_ROCKETMQ_SRC") or shared_tree()
+    if chosen is None:
+        raise BuildError("no RocketMQ source: pass --rocketmq-src PATH (a checkout or a source tarball) "
+                         "or set RMQCHECK_ROCKETMQ_SRC")
+    path = Path(chosen)
+    if not path.exists():
+        raise BuildError(f"{path}: no such file or directory (expected a RocketMQ checkout or source tarball)")
+    if path.is_dir() and not (path / "controller").is_dir():
+        tarballs = sorted(path.glob("*.tar.gz")) + sorted(path.glob("*.tgz"))
+        if len(tarballs) == 1:
+            return tarballs[0]
+    return path
+
+
+def _tree_key(tree: Path) -> str:
+    """The content hash of what the build reads: the tree (its tarball's bytes, or every file
+    under the four source roots), our Java sources, and the javac version."""
+    h = hashlib.sha256()
+    if tree.is_file():
+        with open(tree, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    else:
+        for root in ROOTS:
+            base = tree / root / "src" / "main" / "java"
+            for p in sorted(base.rglob("*.java")) if base.is_dir() else ():
+                h.update(str(p.relative_to(tree)).encode())
+                h.update(p.read_bytes())
+    for p in sorted(JAVA.rglob("*.java")):
+        h.update(str(p.relative_to(JAVA)).encode())
+        h.update(p.read_bytes())
+    h.update(" ".join(JVM_FLAGS).encode())
+    h.update(_javac_version().encode())
+    return h.hexdigest()[:20]
+
+
+def _javac() -> str:
+    javac = shutil.which("javac")
+    if javac is None:
+        raise BuildError("no javac: conformance compiles RocketMQ's classes and needs a JDK "
+                         "(Debian: openjdk-17-jdk-headless; `make jdk` installs it when run as root)")
+    return javac
+
+
+def _javac_version() -> str:
+    out = subprocess.run([_javac(), "-version"], capture_output=True, text=True)
+    return (out.stdout + out.stderr).strip()
+
+
+def _jars() -> tuple[Path, ...]:
+    missing = sorted({pkg for jar, pkg in JARS.items() if not (JAR_DIR / jar).exists()})
+    if missing:
+        names = ", ".join(j for j, p in JARS.items() if p in missing)
+        raise BuildError(f"missing Java libraries ({names} under {JAR_DIR}): install the Debian packages "
+                         f"{' '.join(missing)} (`make jdk` does it when run as root)")
+    return tuple(JAR_DIR / jar for jar in JARS)
+
+
+def _extract(tarball: Path, dest: Path) -> Path:
+    """The four source roots of a RocketMQ tarball, unpacked under dest; returns the tree root."""
+    try:
+        tar = tarfile.open(tarball)
+    except (tarfile.TarError, OSError) as exc:
+        raise BuildError(f"{tarball}: not a readable source tarball ({exc})") from None
+    with tar:
+        names = tar.getnames()
+        tops = {n.split("/", 1)[0] for n in names}
+        prefix = f"{min(tops)}/" if len(tops) == 1 and not tops & set(ROOTS) else ""
+        wanted = tuple(f"{prefix}{root}/src/main/java/" for root in ROOTS)
+        members = [m for m in tar.getmembers() if m.name.startswith(wanted) and (m.isfile() or m.isdir())]
+        if not any(m.name.startswith(f"{prefix}controller/src/main/java/org/apache/rocketmq/") for m in members):
+            raise BuildError(f"{tarball}: not a RocketMQ source tarball "
+                             f"(it has no controller/src/main/java/org/apache/rocketmq/)")
+        tar.extractall(dest, members=members, filter="data")
+    return dest / prefix if prefix else dest
+
+
+def check_tree(tree: Path, label: str | Path) -> None:
+    """Every class and member the driver calls is in the tree; otherwise name the first missing."""
+    if not (tree / "controller" / "src" / "main" / "java" / "org" / "apache" / "rocketmq").is_dir():
+        raise BuildError(f"{label}: not a RocketMQ source tree (it has no controller/src/main/java/org/apache/rocketmq/)")
+    for rel, members in NEEDED.items():
+        path = tree / rel
+        cls = path.stem
+        if not path.is_file():
+            raise BuildError(f"{label}: RocketMQ's class {cls} is missing ({rel}); the driver needs it, so this "
+                             f"RocketMQ is older or newer than the ones conformance supports")
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for member in members:
+            if not re.search(rf"\b{re.escape(member)}\s*\(", text):
+                raise BuildError(f"{label}: RocketMQ's {cls}.{member} is missing ({rel}); the driver calls it, so "
+                                 f"this RocketMQ is older or newer than the ones conformance supports")
+
+
+def build(tree: Path, cache: Path = BUILD) -> Classpath:
+    """Compile (or reuse, by content hash) the driver against `tree`; the class path to run it."""
+    tree = Path(tree)
+    jars = _jars()
+    javac = _javac()
+    out = cache / _tree_key(tree)
+    classes = out / "classes"
+    if (classes / f"{MAIN_CLASS}.class").exists():
+        return Classpath(classes, jars)
+    cache.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="building-", dir=cache))
+    try:
+        root = _extract(tree, work / "src") if tree.is_file() else tree
+        check_tree(root, tree)
+        sourcepath = [JAVA / "stubs"] + [root / r / "src" / "main" / "java" for r in ROOTS]
+        cmd = [javac, "-nowarn", "-encoding", "UTF-8", "--release", "17", "-implicit:class", "-d", str(work / "classes"),
+               "-cp", os.pathsep.join(map(str, jars)), "-sourcepath", os.pathsep.join(map(str, sourcepath)),
+               str(JAVA / "driver" / f"{MAIN_CLASS}.java")]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            errors = [line for line in done.stderr.splitlines() if ": error:" in line]
+            first = "; ".join(errors[:3]) or done.stderr.strip()[-800:]
+            raise BuildError(f"{tree}: javac failed on RocketMQ's classes ({len(errors)} errors); first: {first}")
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(classes, ignore_errors=True)
+        (work / "classes").rename(classes)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return Classpath(classes, jars)

@@ -1,0 +1,440 @@
+"""Conformance: RocketMQ's own classes and the model, request by request.
+
+Hypothesis generates sequences of requests (controller: broker-id applications and races,
+registrations, heartbeats, elections designated or not, AlterSyncStateSet with current and stale
+epochs, clean-up, snapshot and restore; epoch caches: append, suffix and prefix truncation, last
+end, reload, file loss, lookups, the truncation point), including edge values (Long.MAX_VALUE,
+2^31, equal and negative values the Java accepts). Each request goes to the Java driver
+(checkers/java/driver.py) and through the model (checkers/java/model_side.py); every compared
+field of the two answers must be equal. A divergence is shrunk by Hypothesis to a short sequence
+and written as a scenario file (`conform` text) that `rmqcheck replay` runs against both sides.
+
+Symbolic arguments (`$master`, `$master_epoch`, `$sss_epoch`, `$master_epoch-1`, ...) are bound
+from the model's state just before the request is sent, so AlterSyncStateSet is often sent with
+current epochs; until the first divergence both sides hold the same state, and the scenario file
+records the bound values.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from random import Random
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
+
+from hypothesis import HealthCheck, Phase, find, settings, strategies as st
+from hypothesis.errors import NoSuchExample
+
+from rmqcheck.checkers.counterexamples.replay import ddmin
+
+from .model_side import MAX_ID, ModelSide
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+# What the model does not represent, so is not compared.
+NOT_COMPARED = ("remark", "header.masterAddress", "header.brokerName", "header.clusterName", "state.master_address", "state.brokers' addresses",
+                "body.brokerMemberGroup", "state.file", "state.bak")
+
+
+# --- generation ------------------------------------------------------------------------------
+#
+# One vocabulary of requests, drawn through a `Chooser`: seeded `random.Random` for throughput
+# (the default of `rmqcheck conform`, shrunk by delta debugging), or Hypothesis draws (shrunk by
+# Hypothesis; the property tests and `--generator hypothesis`). Both give the same distribution.
+
+EDGE_OFFSETS = (INT_MAX, INT_MAX + 1, 2**32, LONG_MAX - 1, LONG_MAX, -1)
+EDGE_EPOCHS = (INT_MAX, -1)
+
+
+class RandomChooser:
+    def __init__(self, rng: Random) -> None:
+        self.rng = rng
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.rng.randint(lo, hi)
+
+    def pick(self, options: Sequence) -> Any:
+        return options[self.rng.randrange(len(options))]
+
+
+class DrawChooser:
+    def __init__(self, draw: Callable) -> None:
+        self.draw = draw
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def pick(self, options: Sequence) -> Any:
+        return self.draw(st.sampled_from(options))
+
+
+def _address(i: Any) -> str:
+    return f"10.0.0.{i}:10911"
+
+
+def _offset(ch: Any, stored: bool = False) -> int:
+    """An offset; `stored` ones (written to the checkpoint file) are never negative: the file's
+    "epoch-start" lines cannot hold a minus sign (see docs/conformance.md), and RocketMQ never
+    writes one (offsets start at 0, epochs at 1)."""
+    edges = EDGE_OFFSETS[:-1] if stored else EDGE_OFFSETS
+    return ch.pick(edges) if ch.integer(0, 4) == 0 else ch.integer(0, 12)
+
+
+def _epoch(ch: Any, stored: bool = False) -> int:
+    edges = EDGE_EPOCHS[:-1] if stored else EDGE_EPOCHS
+    return ch.pick(edges) if ch.integer(0, 9) == 0 else ch.integer(0, 6)
+
+
+def _entries(ch: Any) -> list[list[int]]:
+    """Strictly increasing (epoch, start) pairs."""
+    out, e, s = [], 0, -1
+    for _ in range(ch.integer(0, 4)):
+        e, s = e + ch.integer(1, 3), s + ch.integer(1, 3)
+        out.append([e, s])
+    return out
+
+
+def _controller_op(ch: Any) -> dict:
+    kind = ch.pick(("apply_broker_id", "get_next_broker_id", "register_broker", "heartbeat", "heartbeat", "elect",
+                    "alter_sss", "alter_sss", "get_replica_info", "get_sync_state_data", "clean", "scan",
+                    "snapshot_restore"))
+    i = ch.integer(1, MAX_ID)
+    if kind == "apply_broker_id":
+        i = ch.pick((i, "$next_id"))
+        return {"op": kind, "id": i, "address": _address(i), "check_code": ch.pick(("c1", "c2"))}
+    if kind == "register_broker":
+        return {"op": kind, "id": i, "address": _address(i)}
+    if kind == "heartbeat":
+        return {"op": kind, "id": i, "address": _address(i), "epoch": _epoch(ch), "max_offset": _offset(ch),
+                "confirm_offset": _offset(ch), "priority": ch.pick((INT_MAX, 0, 1, 2))}
+    if kind == "elect":
+        return {"op": kind, "id": ch.pick((None, i)), "designate": ch.pick((False, True))}
+    if kind == "clean":
+        ids = sorted({ch.integer(1, MAX_ID) for _ in range(ch.integer(0, 2))})
+        return {"op": kind, "ids": ";".join(map(str, ids)), "living": ch.pick((False, True))}
+    if kind == "alter_sss":
+        members = ["$master"] + [ch.integer(1, MAX_ID) for _ in range(ch.integer(0, 3))]
+        return {"op": kind, "master": ch.pick(("$master", "$master", i)),
+                "master_epoch": ch.pick(("$master_epoch", "$master_epoch", "$master_epoch-1")), "sss": members,
+                "sss_epoch": ch.pick(("$sss_epoch", "$sss_epoch", "$sss_epoch-1", "$sss_epoch+1"))}
+    return {"op": kind}
+
+
+def _epoch_op(ch: Any) -> dict:
+    kind = ch.pick(("epoch_new", "epoch_append", "epoch_append", "epoch_append", "epoch_set_last_end",
+                    "epoch_truncate_suffix_by_epoch", "epoch_truncate_suffix_by_offset",
+                    "epoch_truncate_prefix_by_offset", "epoch_reload", "epoch_lose_file", "epoch_get_entry",
+                    "epoch_find_by_offset", "epoch_next_entry", "epoch_truncation_point", "find_consistent_point"))
+    if kind == "find_consistent_point":
+        return {"op": kind, "local": _entries(ch), "local_max": _offset(ch), "master": _entries(ch),
+                "master_max": _offset(ch)}
+    req: dict[str, Any] = {"op": kind, "name": ch.pick(("a", "b"))}
+    if kind == "epoch_append":
+        req.update(epoch=_epoch(ch, stored=True), start=_offset(ch, stored=True))
+    elif kind == "epoch_set_last_end":
+        req.update(end=_offset(ch))
+    elif kind in ("epoch_truncate_suffix_by_epoch", "epoch_get_entry", "epoch_next_entry"):
+        req.update(epoch=_epoch(ch))
+    elif kind in ("epoch_truncate_suffix_by_offset", "epoch_truncate_prefix_by_offset", "epoch_find_by_offset"):
+        req.update(offset=_offset(ch))
+    elif kind == "epoch_truncation_point":
+        req.update(local_max=_offset(ch), master=_entries(ch), master_max=_offset(ch))
+    return req
+
+
+def sequence(ch: Any, max_ops: int) -> list[dict]:
+    """A controller reset and two fresh epoch caches, then controller and epoch-cache requests
+    (two to one) with a logical clock that advances 0-2 ticks before each controller request."""
+    out = [{"op": "ctl_reset", "unclean": ch.pick((False, True)), "heartbeat_timeout": ch.integer(1, 3)},
+           {"op": "epoch_new", "name": "a"}, {"op": "epoch_new", "name": "b"}]
+    now = 0
+    for _ in range(ch.integer(1, max_ops)):
+        if ch.integer(0, 2):
+            now += ch.integer(0, 2)
+            out.append({**_controller_op(ch), "now": now})
+        else:
+            out.append(_epoch_op(ch))
+    return out
+
+
+PREAMBLE = 3  # the reset and the two epoch_new requests every sequence starts with
+
+
+def sequences(max_ops: int = 40) -> st.SearchStrategy[list[dict]]:
+    """The same sequences as Hypothesis draws (shrinkable)."""
+    return st.composite(lambda draw: sequence(DrawChooser(draw), max_ops))()
+
+
+# --- binding and comparing --------------------------------------------------------------------
+
+
+def bind(req: dict, model: ModelSide) -> dict:
+    """Replace `$name`, `$name-1`, `$name+1` by the model's current values."""
+    s = model.controller.applied
+    values = {"master": s.master if s.master is not None else 1, "master_epoch": s.master_epoch,
+              "sss_epoch": s.sss_epoch, "next_id": s.next_id if s.exists else 1}
+
+    def value(v: Any) -> Any:
+        if isinstance(v, list):
+            return [value(x) for x in v]
+        if not isinstance(v, str) or not v.startswith("$"):
+            return v
+        name, delta = v[1:], 0
+        for sign in "+-":
+            if sign in name:
+                name, n = name.split(sign)
+                delta = int(n) * (1 if sign == "+" else -1)
+        return values[name] + delta
+
+    out = {k: value(v) for k, v in req.items()}
+    if "sss" in out:
+        out["sss"] = sorted(set(out["sss"]))
+    if "address" in out and isinstance(req.get("id"), str):
+        out["address"] = _address(out["id"])
+    return out
+
+
+_NAMES = ("masterAddress", "brokerName", "clusterName")  # names and addresses: not modelled
+
+
+def observed(answer: dict) -> dict[str, Any]:
+    """The compared fields of an answer, flattened, with unset (null) header fields dropped."""
+    if not answer.get("ok", False):
+        return {"error": answer.get("error"), "exception": (answer.get("exception") or "").split(":")[0]}
+    out: dict[str, Any] = {}
+    for key in ("code", "result"):
+        if key in answer:
+            out[key] = answer[key]
+    for k, v in (answer.get("header") or {}).items():
+        if v is not None and k not in _NAMES:
+            out[f"header.{k}"] = v
+    body = answer.get("body")
+    if body:
+        for k in ("sss", "sss_epoch"):
+            if k in body:
+                out[f"body.{k}"] = body[k]
+    if "events" in answer:
+        out["events"] = [{k: v for k, v in e.items() if k != "address"} for e in answer["events"]]
+    state = answer.get("state")
+    if isinstance(state, dict):
+        for k, v in state.items():
+            if k == "brokers":
+                v = sorted(int(i) for i in v)  # ids; addresses are not modelled
+            if k in ("master_address", "file", "bak"):
+                continue
+            out[f"state.{k}"] = v
+    for broker, info in (answer.get("live") or {}).items():
+        for k, v in info.items():
+            out[f"live.{broker}.{k}"] = v
+    return out
+
+
+def differences(java: dict, model: dict) -> list[tuple[str, Any, Any]]:
+    j, m = observed(java), observed(model)
+    return [(k, j.get(k), m.get(k)) for k in sorted(set(j) | set(m)) if j.get(k) != m.get(k)]
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+class Step(NamedTuple):
+    request: dict
+    java: dict
+    model: dict
+    diffs: list
+
+
+class Divergence(NamedTuple):
+    steps: list[Step]  # the whole (shrunk) sequence, the last step the divergent one
+
+    @property
+    def last(self) -> Step:
+        return self.steps[-1]
+
+
+def run_sequence(driver: Any, requests: Sequence[dict], stop_at_first: bool = True) -> list[Step]:
+    """Run one sequence on both sides; the steps up to and including the first divergence (or
+    all of them)."""
+    return run_many(driver, [requests], stop_at_first)[0]
+
+
+def run_many(driver: Any, sequences: Sequence[Sequence[dict]], stop_at_first: bool = True) -> list[list[Step]]:
+    """Run sequences on both sides: the model first, binding each request's symbolic arguments
+    from its state, then every bound request through the JVM in one round trip (each sequence
+    starts with a reset, so they can share the batch)."""
+    bound, mine = [], []
+    for requests in sequences:
+        model = ModelSide()
+        for req in requests:
+            b = bind(req, model)
+            bound.append(b)
+            try:
+                mine.append(model.answer(b))
+            except ValueError as exc:  # the model refuses an input the Java accepts
+                mine.append({"ok": False, "exception": f"ValueError: {exc}"})
+    java = iter(driver.run(bound))
+    out, k = [], 0
+    for requests in sequences:
+        steps: list[Step] = []
+        for b, m in zip(bound[k:k + len(requests)], mine[k:k + len(requests)]):
+            j = next(java)
+            if steps and steps[-1].diffs and stop_at_first:
+                continue
+            steps.append(Step(b, j, m, differences(j, m)))
+        k += len(requests)
+        out.append(steps)
+    return out
+
+
+class Tally(NamedTuple):
+    sequences: int
+    operations: int
+    seconds: float
+    divergence: Divergence | None
+
+
+def _diverged_on(steps: list[Step]) -> frozenset[str]:
+    return frozenset(k for k, _, _ in steps[-1].diffs) if steps and steps[-1].diffs else frozenset()
+
+
+def shrink(driver: Any, requests: Sequence[dict]) -> list[dict]:
+    """Delta debugging over the requests after the preamble, keeping a divergence in the same
+    fields; ends 1-minimal."""
+    head, target = list(requests[:PREAMBLE]), _diverged_on(run_sequence(driver, requests))
+
+    def still(tail: list[dict]) -> list[dict] | None:
+        steps = run_sequence(driver, head + tail)
+        return tail[: len(steps) - PREAMBLE] if _diverged_on(steps) == target else None
+
+    return head + ddmin(list(requests[PREAMBLE:]), still)
+
+
+BATCH = 25  # sequences per JVM round trip
+
+
+def conform(driver: Any, seed: int, budget: float, max_ops: int = 40, max_sequences: int | None = None,
+            progress: Callable[[int, int, float], None] | None = None, generator: str = "random") -> Tally:
+    """Generate sequences until one diverges (then shrink it) or the budget (or max_sequences)
+    is spent. Sequence i of seed S is drawn from `Random(f"{S}:{i}")`, so it can be re-made
+    alone; with generator="hypothesis" Hypothesis draws them and shrinks the divergence."""
+    if generator == "hypothesis":
+        return _conform_hypothesis(driver, seed, budget, max_ops, max_sequences)
+    start, made, ops = time.perf_counter(), 0, 0
+    last_report = start
+    while time.perf_counter() - start < budget and (max_sequences is None or made < max_sequences):
+        n = BATCH if max_sequences is None else min(BATCH, max_sequences - made)
+        seqs = [sequence(RandomChooser(Random(f"{seed}:{made + i}")), max_ops) for i in range(n)]
+        for requests, steps in zip(seqs, run_many(driver, seqs)):
+            made += 1
+            ops += len(steps)
+            if steps[-1].diffs:
+                shrunk = shrink(driver, requests)
+                return Tally(made, ops, time.perf_counter() - start, Divergence(run_sequence(driver, shrunk)))
+        if progress and time.perf_counter() - last_report > 5:
+            last_report = time.perf_counter()
+            progress(made, ops, last_report - start)
+    return Tally(made, ops, time.perf_counter() - start, None)
+
+
+class _Spent(Exception):
+    pass
+
+
+def _conform_hypothesis(driver: Any, seed: int, budget: float, max_ops: int, max_sequences: int | None) -> Tally:
+    start = time.perf_counter()
+    count = {"sequences": 0, "ops": 0}
+    found: list[bool] = []
+
+    def diverges(requests: list[dict]) -> bool:
+        if not found and (time.perf_counter() - start > budget or count["sequences"] == max_sequences):
+            raise _Spent
+        steps = run_sequence(driver, requests)
+        if not found:
+            count["sequences"] += 1
+            count["ops"] += len(steps)
+        if steps[-1].diffs:
+            found.append(True)
+        return bool(steps[-1].diffs)
+
+    conf = settings(max_examples=10**9, deadline=None, database=None, suppress_health_check=list(HealthCheck),
+                    phases=[Phase.generate, Phase.shrink])
+    try:
+        shrunk = find(sequences(max_ops), diverges, settings=conf, random=Random(seed))
+    except (_Spent, NoSuchExample):
+        return Tally(count["sequences"], count["ops"], time.perf_counter() - start, None)
+    return Tally(count["sequences"], count["ops"], time.perf_counter() - start,
+                 Divergence(run_sequence(driver, shrunk)))
+
+
+# --- scenario files ---------------------------------------------------------------------------
+
+HEADER = "conform"
+
+
+def format_request(req: dict) -> str:
+    args = " ".join(f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in req.items() if k != "op")
+    return f"{req['op']} {args}".rstrip()
+
+
+def parse_request(line: str, where: str) -> dict:
+    op, _, rest = line.partition(" ")
+    req: dict[str, Any] = {"op": op}
+    for token in rest.split():
+        key, sep, value = token.partition("=")
+        if not sep:
+            raise ValueError(f"{where}: expected key=value, got {token!r}")
+        try:
+            req[key] = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}: {key}: not a JSON value: {value!r} ({exc.msg})") from None
+    return req
+
+
+def write_scenario(div: Divergence, path: Path, note: str = "") -> Path:
+    last = div.last
+    lines = [f"{HEADER}   # RocketMQ's classes against the model, one request per line", f"# {note}" if note else None,
+             f"# diverges at request {len(div.steps)}: "
+             + "; ".join(f"{k}: java {j!r}, model {m!r}" for k, j, m in last.diffs)]
+    lines += [format_request(s.request) for s in div.steps]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(line for line in lines if line is not None) + "\n")
+    return path
+
+
+def is_scenario(path: str | Path) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.readline().split("#")[0].strip() == HEADER
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def read_scenario(path: str | Path) -> list[dict]:
+    out = []
+    text = Path(path).read_text(encoding="utf-8").splitlines()
+    for n, raw in enumerate(text[1:], start=2):
+        line = raw.split("#")[0].strip()
+        if line:
+            out.append(parse_request(line, f"{path}:{n}"))
+    if not out:
+        raise ValueError(f"{path}: a conform scenario with no request")
+    return out
+
+
+def side_by_side(steps: Iterable[Step]) -> list[tuple[int, str, str, str, str]]:
+    """(index, request, java, model, verdict) rows for a replay table."""
+    rows = []
+    for i, s in enumerate(steps, start=1):
+        j, m = observed(s.java), observed(s.model)
+        brief = _brief(j), _brief(m)
+        verdict = "agreed" if not s.diffs else "DIFFERS: " + ", ".join(k for k, _, _ in s.diffs)
+        rows.append((i, format_request(s.request), *brief, verdict))
+    return rows
+
+
+def _brief(obs: dict) -> str:
+    keep = ("code", "result", "exception", "error", "state.master", "state.master_epoch", "state.sss", "state.sss_epoch",
+            "state.entries", "state.disk")
+    return ", ".join(f"{k.removeprefix('state.')}={obs[k]}" for k in keep if k in obs and obs[k] not in (None, ""))

@@ -1,0 +1,85 @@
+"""The conformance machinery without Java: a driver that answers with the model itself must
+agree on everything, and the same driver over a mutated rule must be caught and shrunk."""
+
+from __future__ import annotations
+
+from random import Random
+
+import pytest
+from hypothesis import given, settings
+
+from rmqcheck.checkers.java import conform
+from rmqcheck.checkers.java.model_side import ModelSide
+from rmqcheck.model import controller as ctl
+
+
+class ModelDriver:
+    """Answers requests with a second copy of the model, as the JVM keeps its own state."""
+
+    def __init__(self) -> None:
+        self.side = ModelSide()
+
+    def run(self, requests):
+        out = []
+        for r in requests:
+            try:
+                out.append(self.side.answer(r))
+            except ValueError as exc:
+                out.append({"ok": False, "exception": f"ValueError: {exc}"})
+        return out
+
+
+def test_the_model_agrees_with_itself():
+    tally = conform.conform(ModelDriver(), seed=3, budget=60, max_sequences=300)
+    assert tally.divergence is None and tally.sequences == 300 and tally.operations > 3000
+
+
+@settings(max_examples=30, deadline=None)
+@given(conform.sequences(20))
+def test_hypothesis_sequences_agree_with_themselves(requests):
+    steps = conform.run_sequence(ModelDriver(), requests)
+    assert not steps[-1].diffs
+
+
+def test_sequences_are_reproducible_per_index():
+    one = conform.sequence(conform.RandomChooser(Random("7:12")), 40)
+    two = conform.sequence(conform.RandomChooser(Random("7:12")), 40)
+    assert one == two and one[0]["op"] == "ctl_reset"
+
+
+def _skip_sss_epoch_check(s, master_id, master_epoch, new_sss, sss_epoch, alive):
+    """A plausible regression: the syncStateSetEpoch fence dropped."""
+    return ORIGINAL_ALTER(s, master_id, master_epoch, new_sss, s.sss_epoch, alive)
+
+
+ORIGINAL_ALTER = ctl.alter_sync_state_set
+
+
+def test_a_mutated_rule_is_caught_and_shrunk(monkeypatch, tmp_path):
+    class MutantDriver(ModelDriver):
+        def run(self, requests):
+            with monkeypatch.context() as m:
+                m.setattr(ctl, "alter_sync_state_set", _skip_sss_epoch_check)
+                return super().run(requests)
+
+    tally = conform.conform(MutantDriver(), seed=0, budget=60)
+    div = tally.divergence
+    assert div is not None
+    last = div.last
+    assert last.request["op"] == "alter_sss" and any(k == "code" for k, _, _ in last.diffs)
+    assert len(div.steps) <= conform.PREAMBLE + 6, [conform.format_request(s.request) for s in div.steps]
+    path = conform.write_scenario(div, tmp_path / "x.scn")
+    assert conform.is_scenario(path)
+    assert conform.read_scenario(path) == [s.request for s in div.steps]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("conform\n", "no request"),
+    ("conform\nheartbeat id=1 epoch\n", ":2: expected key=value"),
+    ("conform\nheartbeat id=[1\n", ":2: id: not a JSON value"),
+])
+def test_bad_scenarios_name_the_line(tmp_path, text, message):
+    path = tmp_path / "bad.scn"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        conform.read_scenario(path)

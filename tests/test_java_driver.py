@@ -1,0 +1,170 @@
+"""RocketMQ's own classes beside the model (checkers/java/): the build, the driver, a bounded
+conformance run against the shared tree, the pinned scenarios, and every way it must fail
+clearly (no javac, a tree without a class or method, a tarball that is not RocketMQ, a driver
+that dies, hangs or talks nonsense)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from rmqcheck.checkers.java import build, conform
+from rmqcheck.checkers.java.driver import DriverError, JavaDriver
+from rmqcheck.cli import main
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios" / "conform"
+
+pytestmark = pytest.mark.skipif(build.shared_tree() is None, reason="needs ../shared/rocketmq/")
+
+
+@pytest.fixture(scope="module")
+def classpath():
+    return build.build(build.locate(None))
+
+
+@pytest.fixture(scope="module")
+def driver(classpath):
+    with JavaDriver(classpath) as d:
+        yield d
+
+
+def test_the_build_is_cached_by_content(classpath):
+    assert build.build(build.locate(None)) == classpath
+    assert (classpath.classes / "RmqcheckDriver.class").exists()
+    # RocketMQ's classes are compiled from the tree, not taken from anywhere else
+    assert (classpath.classes / "org/apache/rocketmq/controller/impl/manager/ReplicasInfoManager.class").exists()
+
+
+def test_a_bounded_conformance_run_agrees(driver):
+    tally = conform.conform(driver, seed=7, budget=600, max_sequences=400)
+    assert tally.divergence is None, conform.format_request(tally.divergence.last.request)
+    assert tally.operations > 5_000
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS.glob("*.scn")), ids=lambda p: p.stem)
+def test_pinned_scenarios_agree(driver, scenario):
+    """Java behaviours conformance found, each pinned as a scenario both sides replay alike."""
+    steps = conform.run_sequence(driver, conform.read_scenario(scenario), stop_at_first=False)
+    assert [s.diffs for s in steps if s.diffs] == []
+
+
+def test_the_checkpoint_cannot_hold_a_negative_epoch(driver):
+    """EpochEntrySerializer writes "epoch-start" and splits on '-': a negative value is written
+    but not read back, so a restart reads the .bak (here none). RocketMQ never writes one
+    (epochs start at 1, offsets at 0); the generator stores non-negative values only."""
+    new, append = {"op": "epoch_new", "name": "n"}, {"op": "epoch_append", "name": "n", "epoch": -1, "start": 0}
+    answer = driver.run([new, append])[1]
+    assert answer["state"]["entries"] == [[-1, 0, 2**63 - 1]] and answer["state"]["disk"] == []
+
+
+def test_bad_requests_get_an_error_naming_the_problem(driver):
+    unknown, missing, garbage = driver.run([{"op": "nope"}, {"op": "heartbeat", "id": 1}, {"no": "op"}])
+    assert unknown == {"ok": False, "error": "unknown op nope"}
+    assert missing["ok"] is False and '"address"' in missing["error"]
+    assert garbage["ok"] is False and "op" in garbage["error"]
+
+
+def test_conform_command_agrees(tmp_path, capsys):
+    assert main(["conform", "--sequences", "50", "--seed", "3", "--out", str(tmp_path)]) == 0
+    assert "agreed on every request" in capsys.readouterr().out
+
+
+# --- failing clearly ----------------------------------------------------------------------------
+
+
+def test_no_javac_is_one_clear_error(monkeypatch, capsys):
+    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    assert main(["conform", "--sequences", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "no javac" in err and "openjdk-17-jdk-headless" in err and "Traceback" not in err
+
+
+def test_a_path_that_does_not_exist(tmp_path, capsys):
+    assert main(["conform", "--rocketmq-src", str(tmp_path / "missing"), "--sequences", "1"]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_a_tarball_that_is_not_rocketmq(tmp_path, capsys):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "README").write_text("not rocketmq")
+    tarball = tmp_path / "other.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        tar.add(tmp_path / "x", arcname="other-1.0")
+    assert main(["conform", "--rocketmq-src", str(tarball), "--sequences", "1"]) == 2
+    assert "not a RocketMQ source tarball" in capsys.readouterr().err
+    (tmp_path / "junk.tar.gz").write_bytes(b"not gzip at all")
+    with pytest.raises(build.BuildError, match="not a readable source tarball"):
+        build.build(tmp_path / "junk.tar.gz", cache=tmp_path / "cache")
+
+
+def _tree_without(tmp_path: Path, rel: str, member: str | None) -> Path:
+    """A copy of the classes the driver needs, with one class or one method removed."""
+    tree = tmp_path / "tree"
+    with tarfile.open(build.locate(None)) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        for rel_needed in build.NEEDED:
+            data = tar.extractfile(f"{top}/{rel_needed}").read().decode()
+            if rel_needed == rel:
+                if member is None:
+                    continue
+                data = data.replace(f" {member}(", f" renamed_{member}(")
+            path = tree / rel_needed
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(data)
+    return tree
+
+
+def test_a_tree_without_a_method_names_it(tmp_path):
+    rel = next(r for r in build.NEEDED if r.endswith("ReplicasInfoManager.java"))
+    with pytest.raises(build.BuildError, match=r"ReplicasInfoManager\.cleanBrokerData is missing"):
+        build.build(_tree_without(tmp_path, rel, "cleanBrokerData"), cache=tmp_path / "cache")
+
+
+def test_a_tree_without_a_class_names_it(tmp_path, capsys):
+    rel = next(r for r in build.NEEDED if r.endswith("EpochFileCache.java"))
+    tree = _tree_without(tmp_path, rel, None)
+    assert main(["conform", "--rocketmq-src", str(tree), "--sequences", "1"]) == 2
+    assert "class EpochFileCache is missing" in capsys.readouterr().err
+
+
+def _fake_java(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "fake-java"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_hung_driver_is_killed_and_names_the_request(tmp_path):
+    d = JavaDriver("unused", timeout=1, java=_fake_java(tmp_path, "sleep 60"))
+    with d:
+        pid = d.proc.pid
+        with pytest.raises(DriverError, match=r'no answer to request 1 \{"op": "ping"\} within 1s; killed it'):
+            d.run([{"op": "ping"}])
+    assert _gone(pid)
+
+
+def test_a_driver_that_dies_names_the_request_and_its_stderr(tmp_path):
+    fake = _fake_java(tmp_path, 'read line; echo \'{"ok":true}\'; read line; echo "boom" >&2; exit 3')
+    with JavaDriver("unused", timeout=5, java=fake) as d:
+        with pytest.raises(DriverError, match=r'exited \(status 3\) on request 2 \{"op": "epoch_new".*boom'):
+            d.run([{"op": "ping"}, {"op": "epoch_new", "name": "a"}])
+
+
+def test_a_driver_that_talks_nonsense(tmp_path):
+    with JavaDriver("unused", timeout=5, java=_fake_java(tmp_path, "read line; echo garbage; sleep 60")) as d:
+        pid = d.proc.pid
+        with pytest.raises(DriverError, match="not JSON: 'garbage"):
+            d.run([{"op": "ping"}])
+    assert _gone(pid)
