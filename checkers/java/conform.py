@@ -97,9 +97,11 @@ def _entries(ch: Any) -> list[list[int]]:
 
 
 def _controller_op(ch: Any) -> dict:
-    kind = ch.pick(("apply_broker_id", "get_next_broker_id", "register_broker", "heartbeat", "heartbeat", "elect",
-                    "alter_sss", "alter_sss", "get_replica_info", "get_sync_state_data", "clean", "scan",
-                    "snapshot_restore"))
+    # heartbeats, elections and AlterSyncStateSet weigh most: they make the states in which
+    # the election order and the fences matter
+    kind = ch.pick(("apply_broker_id", "apply_broker_id", "get_next_broker_id", "register_broker", "heartbeat",
+                    "heartbeat", "heartbeat", "heartbeat", "elect", "elect", "alter_sss", "alter_sss",
+                    "get_replica_info", "get_sync_state_data", "clean", "scan", "snapshot_restore"))
     i = ch.integer(1, MAX_ID)
     if kind == "apply_broker_id":
         i = ch.pick((i, "$next_id"))
@@ -145,13 +147,16 @@ def _epoch_op(ch: Any) -> dict:
 
 
 def sequence(ch: Any, max_ops: int) -> list[dict]:
-    """A controller reset and two fresh epoch caches, then controller and epoch-cache requests
-    (two to one) with a logical clock that advances 0-2 ticks before each controller request."""
-    out = [{"op": "ctl_reset", "unclean": ch.pick((False, True)), "heartbeat_timeout": ch.integer(1, 3)},
+    """A controller reset and two fresh epoch caches, then requests: a third of the sequences
+    drive the controller only, a third the epoch caches only, a third both (two to one), so
+    each side gets long runs of its own. The logical clock advances 0-2 ticks before each
+    controller request, against a heartbeat timeout of 1-4 ticks."""
+    out = [{"op": "ctl_reset", "unclean": ch.pick((False, True)), "heartbeat_timeout": ch.integer(1, 4)},
            {"op": "epoch_new", "name": "a"}, {"op": "epoch_new", "name": "b"}]
+    share = ch.pick((3, 0, 2))  # of every three requests, how many go to the controller
     now = 0
     for _ in range(ch.integer(1, max_ops)):
-        if ch.integer(0, 2):
+        if ch.integer(0, 2) < share:
             now += ch.integer(0, 2)
             out.append({**_controller_op(ch), "now": now})
         else:
