@@ -901,9 +901,9 @@ def bootstrap_actions(cfg: Config) -> list[Action]:
     return acts
 
 
-def initial_state(cfg: Config) -> State:
-    """Built with the model's own rules from an empty controller and empty stores, so the
-    start is reachable by construction."""
+def empty_cluster(cfg: Config) -> State:
+    """Where the bootstrap starts: ids 1..N applied for (ApplyBrokerId), every broker down to
+    its empty store and not yet registered."""
     validate(cfg)
     s_ctrl = ctl.SetState()
     for i in range(1, cfg.brokers + 1):
@@ -912,7 +912,7 @@ def initial_state(cfg: Config) -> State:
         for ev in events:
             s_ctrl = ctl.apply_event(s_ctrl, ev)
     brokers = tuple(new_broker(i, cfg.queues)._replace(running=False, role=NONE) for i in range(1, cfg.brokers + 1))
-    s = State(
+    return State(
         now=0,
         brokers=brokers,
         ctrl=ctl.Controller(applied=s_ctrl, live=(None,) * cfg.brokers),
@@ -923,6 +923,12 @@ def initial_state(cfg: Config) -> State:
         used=NO_FAULTS,
         consumer=(0,) * cfg.queues,
     )
+
+
+def initial_state(cfg: Config) -> State:
+    """Built with the model's own rules from an empty controller and empty stores, so the
+    start is reachable by construction."""
+    s = empty_cluster(cfg)
     for a in bootstrap_actions(cfg):
         s = step(s, a, cfg)
     return s

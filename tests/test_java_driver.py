@@ -16,20 +16,11 @@ from rmqcheck.checkers.java import build, conform
 from rmqcheck.checkers.java.driver import DriverError, JavaDriver
 from rmqcheck.cli import main
 
+from conftest import needs_rocketmq
+
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios" / "conform"
 
-pytestmark = pytest.mark.skipif(build.shared_tree() is None, reason="needs ../shared/rocketmq/")
-
-
-@pytest.fixture(scope="module")
-def classpath():
-    return build.build(build.locate(None))
-
-
-@pytest.fixture(scope="module")
-def driver(classpath):
-    with JavaDriver(classpath) as d:
-        yield d
+pytestmark = needs_rocketmq
 
 
 def test_the_build_is_cached_by_content(classpath):

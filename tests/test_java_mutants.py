@@ -17,6 +17,8 @@ import pytest
 from rmqcheck.checkers.java import build, conform
 from rmqcheck.checkers.java.driver import JavaDriver
 
+from conftest import needs_rocketmq
+
 PATCHED = build.REPO / "build" / "patched"
 _C = "controller/src/main/java/org/apache/rocketmq/controller/"
 _E = "store/src/main/java/org/apache/rocketmq/store/ha/autoswitch/EpochFileCache.java"
@@ -53,7 +55,7 @@ MUTANTS = {
         "lastEntry.getStartOffset() > entry.getStartOffset()"),
 }
 
-pytestmark = pytest.mark.skipif(build.shared_tree() is None, reason="needs ../shared/rocketmq/")
+pytestmark = needs_rocketmq
 
 
 def patched_tree(name: str) -> Path:

@@ -101,13 +101,15 @@ def _controller_op(ch: Any) -> dict:
     # the election order and the fences matter
     kind = ch.pick(("apply_broker_id", "apply_broker_id", "get_next_broker_id", "register_broker", "heartbeat",
                     "heartbeat", "heartbeat", "heartbeat", "elect", "elect", "alter_sss", "alter_sss",
-                    "get_replica_info", "get_sync_state_data", "clean", "scan", "snapshot_restore"))
+                    "expire", "get_replica_info", "get_sync_state_data", "clean", "scan", "snapshot_restore"))
     i = ch.integer(1, MAX_ID)
     if kind == "apply_broker_id":
         i = ch.pick((i, "$next_id"))
         return {"op": kind, "id": i, "address": _address(i), "check_code": ch.pick(("c1", "c2"))}
     if kind == "register_broker":
         return {"op": kind, "id": i, "address": _address(i)}
+    if kind == "expire":
+        return {"op": kind, "id": i}
     if kind == "heartbeat":
         return {"op": kind, "id": i, "address": _address(i), "epoch": _epoch(ch), "max_offset": _offset(ch),
                 "confirm_offset": _offset(ch), "priority": ch.pick((INT_MAX, 0, 1, 2))}

@@ -27,16 +27,20 @@ class ControllerSide(NamedTuple):
 class ModelSide:
     """Holds the model's state between requests; `answer(request)` runs one."""
 
-    def __init__(self) -> None:
-        self.controller = ControllerSide()
+    def __init__(self, brokers: int = MAX_ID) -> None:
+        self.brokers = brokers  # ids 1..brokers can heartbeat
+        self.controller = self._fresh(False, 2)
         self.caches: dict[str, ef.EpochFile] = {}
         self.now = 0  # the logical clock of the request being answered
+
+    def _fresh(self, unclean: bool, timeout: int) -> ControllerSide:
+        return ControllerSide(ctrl=ctl.Controller(live=(None,) * self.brokers), unclean=unclean, timeout=timeout)
 
     # --- controller -----------------------------------------------------------------------
 
     def alive(self, now: int) -> frozenset[int]:
         c = self.controller
-        return frozenset(i for i in range(1, MAX_ID + 1) if ctl.is_alive(c.ctrl, i, now, c.timeout))
+        return frozenset(i for i in range(1, self.brokers + 1) if ctl.is_alive(c.ctrl, i, now, c.timeout))
 
     def _commit(self, events: tuple) -> None:
         s = self.controller.applied
@@ -47,28 +51,16 @@ class ModelSide:
     def _answer(self, code: int, header: dict | None = None, body: dict | None = None,
                 events: tuple = (), result: Any = None) -> dict:
         self._commit(events)
-        return {"ok": True, "code": code, "header": header or {}, "body": body, "events": [_event(e) for e in events],
-                "result": result, "state": self._state(), "live": self._live(self.now)}
-
-    def _state(self) -> dict:
-        s = self.controller.applied
-        return {"exists": s.exists, "master": s.master, "master_epoch": s.master_epoch, "sss": sorted(s.sss),
-                "sss_epoch": s.sss_epoch, "brokers": sorted(s.broker_ids), "next_id": ctl.get_next_broker_id(s)}
-
-    def _live(self, now: int) -> dict:
         c = self.controller
-        out = {}
-        for i, info in enumerate(c.ctrl.live, start=1):
-            if info is not None:
-                out[str(i)] = {"epoch": info.epoch, "max_offset": info.max_offset, "confirm_offset": info.confirm_offset,
-                               "priority": info.priority, "alive": ctl.is_alive(c.ctrl, i, now, c.timeout)}
-        return out
+        return {"ok": True, "code": code, "header": header or {}, "body": body, "events": [_event(e) for e in events],
+                "result": result, "state": controller_state(c.applied),
+                "live": live_view(c.ctrl.live, self.now, c.timeout)}
 
     def controller_answer(self, req: dict) -> dict:
         op, s, now = req["op"], self.controller.applied, req.get("now", 0)
         self.now = now
         if op == "ctl_reset":
-            self.controller = ControllerSide(unclean=req["unclean"], timeout=req["heartbeat_timeout"])
+            self.controller = self._fresh(req["unclean"], req["heartbeat_timeout"])
             return self._answer(ctl.SUCCESS)
         if op == "get_next_broker_id":
             next_id = ctl.get_next_broker_id(s)
@@ -85,6 +77,10 @@ class ModelSide:
             live = ctl.on_broker_heartbeat(c.ctrl, req["id"], now, req["epoch"], req["max_offset"], req["confirm_offset"],
                                            req["priority"])
             self.controller = c._replace(ctrl=live)
+            return self._answer(ctl.SUCCESS)
+        if op == "expire":
+            c = self.controller
+            self.controller = c._replace(ctrl=ctl.expire(c.ctrl, req["id"]))
             return self._answer(ctl.SUCCESS)
         if op == "elect":
             broker = ctl.NO_BROKER if req["id"] is None else req["id"]
@@ -155,9 +151,7 @@ class ModelSide:
         elif op != "epoch_new":
             raise KeyError(op)
         self.caches[name] = cache
-        return {"ok": True, "result": result, "state": {
-            "entries": [list(e) for e in ef.with_ends(cache)], "last_epoch": ef.last_epoch(cache),
-            "disk": [list(e) for e in cache.disk]}}
+        return {"ok": True, "result": result, "state": epoch_state(cache)}
 
     def answer(self, req: dict) -> dict:
         if req["op"] == "ping":
@@ -165,6 +159,26 @@ class ModelSide:
         if req["op"].startswith("epoch_") or req["op"] == "find_consistent_point":
             return self.epoch_answer(req)
         return self.controller_answer(req)
+
+
+def controller_state(s: ctl.SetState) -> dict:
+    """The controller fields an answer carries (the driver's `controllerState`)."""
+    return {"exists": s.exists, "master": s.master, "master_epoch": s.master_epoch, "sss": sorted(s.sss),
+            "sss_epoch": s.sss_epoch, "brokers": sorted(s.broker_ids), "next_id": ctl.get_next_broker_id(s)}
+
+
+def live_view(live: tuple[ctl.LiveInfo | None, ...], now: int, timeout: int) -> dict:
+    """The heartbeat table an answer carries (the driver's `live`), liveness judged at `now`."""
+    c = ctl.Controller(live=live)
+    return {str(i): {"epoch": info.epoch, "max_offset": info.max_offset, "confirm_offset": info.confirm_offset,
+                     "priority": info.priority, "alive": ctl.is_alive(c, i, now, timeout)}
+            for i, info in enumerate(live, start=1) if info is not None}
+
+
+def epoch_state(cache: ef.EpochFile) -> dict:
+    """An epoch cache as an answer carries it: entries with their ends, and the file read back."""
+    return {"entries": [list(e) for e in ef.with_ends(cache)], "last_epoch": ef.last_epoch(cache),
+            "disk": [list(e) for e in cache.disk]}
 
 
 def _pairs(entries: list) -> tuple[tuple[int, int], ...]:

@@ -25,6 +25,8 @@ HELP = "re-run a counterexample or scenario file deterministically"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file")
     p.add_argument("--quiet", action="store_true", help="print only the verdict")
+    p.add_argument("--java", action="store_true",
+                   help="also replay every controller and epoch-cache call of the steps on RocketMQ's own classes")
     add_source_argument(p)
 
 
@@ -32,6 +34,8 @@ def run(args) -> int:
     if conform.is_scenario(args.file):
         return _replay_conform(args)
     if modes.is_mode_file(args.file):
+        if args.java:
+            out.print("--java: this mode's steps call no class conformance loads (controller mode only)")
         return _replay_mode(args.file)
     cx: Counterexample = read(args.file)
     truncation_hit = _replay_truncation(cx, args.file) if cx.truncation is not None else True
@@ -75,6 +79,13 @@ def run(args) -> int:
         out.print(table)
         for line in state_lines(r.states[-1]):
             out.print(f"  end:   {line}")
+    status = _verdict(cx, first_hit, truncation_hit)
+    if args.java and cx.actions:
+        status = max(status, _replay_java(args, cx, r.states[0]))
+    return status
+
+
+def _verdict(cx: Counterexample, first_hit: tuple[int, str] | None, truncation_hit: bool) -> int:
     if cx.loop is not None:
         found = liveness.recheck(cx.config, cx.actions, cx.loop, cx.invariant)
         if found is None:
@@ -170,4 +181,35 @@ def _replay_conform(args) -> int:
                   + "; ".join(f"{k}: java {j!r}, model {m!r}" for k, j, m in first.diffs))
         return 1
     out.print("[green]not reproduced: the code and the model agree on every request[/]")
+    return 0
+
+
+def _replay_java(args, cx: Counterexample, start) -> int:
+    """Every controller and epoch-cache call of the steps, on RocketMQ's classes and on the
+    model's snapshot rules; 1 if the code answered differently."""
+    from rmqcheck.checkers.java import lockstep
+
+    with start_driver(args.rocketmq_src) as driver:
+        try:
+            ls = lockstep.lockstep(driver, cx.config, cx.actions, start if cx.start else None)
+        except lockstep.LockstepError as exc:
+            out.print(f"--java: {exc}")
+            return 0
+    table = Table(title=f"replay {args.file} --java: the steps' calls into RocketMQ's classes")
+    for col in ("step", "action", "calls (RocketMQ's method)", "against the code", "the rest of the step (model-only)"):
+        table.add_column(col, overflow="fold")
+    for s in ls.steps:
+        methods = ", ".join(sorted({c.method for c in s.calls}))
+        table.add_row(str(s.index) if s.index else "", lockstep.describe(s), methods, s.verdict, s.model_only)
+    if not args.quiet:
+        out.print(table)
+    tally = lockstep.tally(ls)
+    out.print(f"--java: {ls.compared} calls compared; {tally}")
+    diff = ls.first_difference
+    if diff is not None:
+        call = next(c for c in diff.calls if c.diffs)
+        out.print(f"[bold red]RocketMQ's code differs at step {diff.index} ({call.method}, request "
+                  f"{conform.format_request(call.request)})[/]: "
+                  + "; ".join(f"{k}: java {j!r}, model {m!r}" for k, j, m in call.diffs))
+        return 1
     return 0

@@ -10,6 +10,8 @@
 // Protocol (checkers/java/driver.py, checkers/java/model_side.py): see the README there.
 
 import com.alibaba.fastjson.JSON;
+import io.netty.channel.Channel;
+import io.netty.channel.embedded.EmbeddedChannel;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.File;
@@ -65,6 +67,9 @@ public final class RmqcheckDriver {
     private ReplicasInfoManager manager;
     private DefaultBrokerHeartbeatManager heartbeats;
     private final Map<Long, Long> lastBeat = new TreeMap<>(); // broker id -> tick of its last heartbeat
+    // Each broker's heartbeat channel: the heartbeat manager forgets a broker when its channel closes.
+    private final Map<Long, Channel> channels = new HashMap<>();
+    private boolean heartbeatsStarted; // initialize()d: its executor runs the inactive-broker listeners
     private long timeoutTicks = 2;
     private final Map<String, EpochFileCache> caches = new HashMap<>();
     private final Path dir;
@@ -94,6 +99,9 @@ public final class RmqcheckDriver {
             }
             out.flush();
         } finally {
+            if (driver.heartbeatsStarted) {
+                driver.heartbeats.shutdown();
+            }
             deleteTree(dir.toFile());
         }
     }
@@ -140,8 +148,13 @@ public final class RmqcheckDriver {
         config = new ControllerConfig();
         config.setEnableElectUncleanMaster(unclean);
         manager = new ReplicasInfoManager(config);
+        if (heartbeatsStarted) {
+            heartbeats.shutdown();
+        }
         heartbeats = new DefaultBrokerHeartbeatManager(config); // never started: no scan thread
+        heartbeatsStarted = false;
         lastBeat.clear();
+        channels.clear();
         timeoutTicks = timeout;
     }
 
@@ -191,11 +204,24 @@ public final class RmqcheckDriver {
                 break;
             case "heartbeat":
                 long id = Json.longOf(req, "id");
-                heartbeats.onBrokerHeartbeat(CLUSTER, BROKER, Json.string(req, "address"), id, timeoutTicks * TICK, null,
+                Channel channel = channels.computeIfAbsent(id, k -> new EmbeddedChannel());
+                heartbeats.onBrokerHeartbeat(CLUSTER, BROKER, Json.string(req, "address"), id, timeoutTicks * TICK, channel,
                     (int) Json.longOf(req, "epoch"), Json.longOf(req, "max_offset"), Json.longOf(req, "confirm_offset"),
                     (int) Json.longOf(req, "priority"));
                 lastBeat.put(id, now);
                 setClock(now);
+                return reply(null, null, now);
+            case "expire":
+                // The controller forgets a broker whose heartbeats stopped (what the scan does
+                // once the timeout passed) or whose channel closed: the entry is removed.
+                Channel closed = channels.remove(Json.longOf(req, "id"));
+                if (closed != null) {
+                    if (!heartbeatsStarted) {
+                        heartbeats.initialize();
+                        heartbeatsStarted = true;
+                    }
+                    heartbeats.onBrokerChannelClose(closed);
+                }
                 return reply(null, null, now);
             case "elect":
                 // id null: the controller's own trigger (brokerId -1, as ofControllerTrigger leaves it)
