@@ -183,6 +183,20 @@ def compute_confirm_offset(b: Broker, cfg: Config) -> int:
     return result
 
 
+def update_confirm_offset_when_slave_ack(b: Broker, slave: int, cfg: Config) -> Broker:
+    """`AutoSwitchHAService.updateConfirmOffsetWhenSlaveAck`: recompute confirmOffset when the
+    acking slave is a member of the local set (AutoSwitchHAService.java:355). The intended form
+    (confirm_ignores_proposed_sss off) also lets a proposed member's acks count, on an unfenced
+    master only: a restarted broker with no role yet proposes too (maybeExpandInSyncStateSet has
+    no role check) but its local set is empty, so the code never lets it confirm
+    (scenarios/quirks/restarted-broker-confirms-for-no-one.scn)."""
+    proposed_counts = not cfg.has("confirm_ignores_proposed_sss") and b.role == MASTER and not fenced(b)
+    members = sync_state_set(b, cfg) if proposed_counts else b.sss
+    if slave in members:
+        b = b._replace(confirm=compute_confirm_offset(b, cfg))
+    return b
+
+
 def get_confirm_offset(b: Broker, cfg: Config) -> int:
     """`CommitLog.getConfirmOffset` in controller mode: an unfenced non-slave uses its max when
     alone in its local set or without allAck (PR #7657); a slave uses the stored value. The

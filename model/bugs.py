@@ -27,6 +27,9 @@ class Toggle(NamedTuple):
     catches: tuple[str, ...]  # invariants its regression scenarios violate (tests keep this true)
     exposing: dict[str, Any]  # Config overrides that make it reachable
     in_snapshot: bool = False
+    # Other toggles its defect is reached only together with (each alone is found by no hunt):
+    # its hunting configuration turns them on too.
+    needs: tuple[str, ...] = ()
 
 
 _DURABLE = {"all_ack": True, "flush": "SYNC_FLUSH"}
@@ -138,6 +141,20 @@ TOGGLES: tuple[Toggle, ...] = (
         ("I2",),
         {**_DURABLE, "brokers": 2, "faults": _WIDE},
         in_snapshot=True,
+        needs=("truncation_point_beyond_log_end",),
+    ),
+    Toggle(
+        "truncation_point_beyond_log_end",
+        "snapshot",
+        "AutoSwitchHAClient.doTruncate (line 469), DefaultMessageStore.truncateFiles (line 776)",
+        "A slave whose last epoch entry starts beyond its own log end (its end is then never set, so it "
+        "stays Long.MAX_VALUE) can get a consistent point beyond that end; truncateFiles returns true "
+        "without cutting and currentReportedOffset becomes the point, so the slave acks bytes it does not "
+        "have and the master counts them (intended: the point is clamped to the slave's maxPhyOffset).",
+        ("I2",),
+        {**_DURABLE, "brokers": 2, "faults": _WIDE},
+        in_snapshot=True,
+        needs=("epoch_reapply_moves_start",),
     ),
     Toggle(
         "equal_start_epoch_not_recorded",
@@ -268,7 +285,7 @@ TOGGLES: tuple[Toggle, ...] = (
         "issue 3 variant of EpochFileCache.findConsistentPoint (ignores the epochs only the slave has)",
         "The consistent point is the master's end of the matched epoch: the slave's own later epoch "
         "is ignored and the slave keeps bytes no master accepted.",
-        ("I2", "I5"),
+        ("I5",),
         {**_DURABLE, "brokers": 2},
     ),
     Toggle(

@@ -125,11 +125,13 @@ def load(name_or_path: str) -> Config:
 
 def exposing(toggles: frozenset[str], snapshot: bool = False) -> Config:
     """The hunting configuration of a set of toggles: their exposing overrides (model/bugs.py)
-    over the defaults, with the toggles on."""
+    over the defaults, with the toggles on, and the toggles they need."""
+    check_toggle_names(toggles)
     overrides: dict[str, Any] = {}
     for name in sorted(toggles):
         overrides.update(BY_NAME[name].exposing)
-    return with_bugs(from_dict(overrides, "exposing configuration of " + "+".join(sorted(toggles))), toggles, snapshot)
+    needed = toggles.union(*(BY_NAME[name].needs for name in toggles))
+    return with_bugs(from_dict(overrides, "exposing configuration of " + "+".join(sorted(toggles))), needed, snapshot)
 
 
 def with_bugs(cfg: Config, toggles: frozenset[str], snapshot: bool) -> Config:

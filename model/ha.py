@@ -27,6 +27,7 @@ from .broker import (
     sync_state_set,
     truncate_files,
     update_caught_up,
+    update_confirm_offset_when_slave_ack,
     _set_pair,
 )
 from .commitlog import Messages
@@ -66,8 +67,8 @@ def do_truncate(
 ) -> Broker | None:
     """`AutoSwitchHAClient.doTruncate`: find the consistent point with the master's epoch list
     and cut the log and the epoch file there, so the slave resumes from a prefix of the
-    master's log. None: no consistent point, or a point that is not message-aligned; the
-    client closes and retries forever (no automatic full resync).
+    master's log, then report its max offset. None: no consistent point, or a point that is not
+    message-aligned; the client closes and retries forever (no automatic full resync).
 
     An empty local epoch file skips truncation entirely ("new replica"), even if the log is
     not empty: the slave is trusted as it is (reference §2.3, §7.7).
@@ -76,19 +77,25 @@ def do_truncate(
     # entry of the epoch last received, so forget it and record the next header's epoch.
     received = s.client.received_epoch if cfg.has("received_epoch_survives_truncation") else -1
     if not s.epochs.entries:
-        return s._replace(client=s.client._replace(state=TRANSFER, reported=0, received_epoch=received))
+        return report_slave_max_offset(s._replace(client=s.client._replace(state=TRANSFER, reported=0,
+                                                                           received_epoch=received)))
     point = ef.truncation_point(
         s.epochs.entries, s.epochs.last_end, max_phy(s), master_entries, master_max, ef.INT_OPS, truncation_search(cfg)
     )
     if point < 0:
         return None
+    if not cfg.has("truncation_point_beyond_log_end"):
+        # Intended: never keep or report past the own log end. The snapshot uses a point beyond
+        # it as is (the last local start beyond maxPhyOffset leaves its end unset): truncateFiles
+        # returns true without cutting (DefaultMessageStore.java:776), and currentReportedOffset
+        # becomes the point (AutoSwitchHAClient.java:469), so the slave acks bytes it lacks.
+        point = min(point, max_phy(s))
     cut = truncate_files(s, point, msgs, cfg)
     if cut is None:
         return None
     epochs = ef.truncate_suffix_by_offset(cut.epochs, point, cfg.faithful_q1, cfg.faithful_q2)
-    return cut._replace(
-        epochs=epochs, client=cut.client._replace(state=TRANSFER, reported=point, received_epoch=received)
-    )
+    client = cut.client._replace(state=TRANSFER, reported=point, received_epoch=received)
+    return report_slave_max_offset(cut._replace(epochs=epochs, client=client))
 
 
 def handshake(m: Broker, s: Broker, msgs: Messages, cfg: Config) -> tuple[Broker, Broker] | None:
@@ -99,9 +106,7 @@ def handshake(m: Broker, s: Broker, msgs: Messages, cfg: Config) -> tuple[Broker
     conn = Conn(slave=s.id, learner=s.id in cfg.async_learners)
     m = m._replace(conns=tuple(c for c in m.conns if c.slave != s.id) + (conn,))
     s = do_truncate(s._replace(client=client), m.epochs.entries, max_phy(m), msgs, cfg)
-    if s is None:
-        return None
-    return m, report_slave_max_offset(s)
+    return None if s is None else (m, s)
 
 
 class Packet(NamedTuple):
@@ -231,12 +236,7 @@ def master_read_ack(m: Broker, slave: int, ack: int, now: int, cfg: Config) -> B
         t = now if max_phy(m) == ack else conn.last_transfer_time
         m = update_caught_up(m, slave, t)
         m = maybe_expand_sync_state_set(m, slave, ack, cfg)
-    # updateConfirmOffsetWhenSlaveAck: members of the local set only in the snapshot; the
-    # intended form (confirm_ignores_proposed_sss off) also lets a proposed member's acks count.
-    members = m.sss if cfg.has("confirm_ignores_proposed_sss") else sync_state_set(m, cfg)
-    if slave in members:
-        m = m._replace(confirm=compute_confirm_offset(m, cfg))
-    return m
+    return update_confirm_offset_when_slave_ack(m, slave, cfg)
 
 
 def transfer_ok(m: Broker, put_next_offset: int, need_ack: int, cfg: Config) -> bool:

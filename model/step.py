@@ -584,9 +584,8 @@ def rule_controller_elect(s: State, cfg: Config) -> State | None:
     """scanInactiveMasterAndTriggerReelect / onBrokerInactive: the master is not alive and some
     broker is, so triggerElectMaster runs up to electMasterMaxRetryCount attempts; each failed
     one applies ElectMasterEvent(false) and bumps masterEpoch (§7.10)."""
-    applied = s.ctrl.applied
     alive = alive_set(s, cfg)
-    if not controller_serving(s, cfg) or applied.master is None or applied.master in alive or not alive:
+    if not controller_serving(s, cfg) or not ctl.needs_reelection(s.ctrl.applied, alive):
         return None
     if cfg.has("no_inactive_master_scan"):
         return None  # #9717: the scan never fires

@@ -3,7 +3,7 @@
     .venv/bin/python scenarios/regenerate.py [--budget SECONDS] [NAME ...]
 
 toggles/<toggle>.scn: the minimal counterexample of a hunt of the intended baseline plus that
-toggle, under the toggle's exposing configuration. toggles/<toggle>--<invariant>.scn: the same
+toggle (and the toggles it needs), under the toggle's exposing configuration. toggles/<toggle>--<invariant>.scn: the same
 hunt for one end-to-end invariant only (minimal counterexamples stop at the first, usually an
 early-warning one). expected/<name>.scn: a guarantee that a configuration gives up, found by
 hunting that configuration for one invariant. A hunt that finds nothing leaves the existing
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
                      f"{cx.message}")
             path.write_text(format_scenario(cx, title))
             print(f"{t.name}: {cx.invariant} from a constructed start in {len(cx.actions)} steps -> {path}")
-        cfg = configs.with_bugs(configs.from_dict(t.exposing, "exposing"), frozenset({t.name}), snapshot=False)
+        cfg = configs.exposing(frozenset({t.name}))
         finding, result = find(cfg, expected_ids(cfg), args.budget, args.seed)
         if finding is None:
             print(f"{t.name}: nothing found in {result.seconds:.0f}s; file left alone")
@@ -93,7 +93,7 @@ def main(argv=None) -> int:
         if args.names and name not in args.names:
             continue
         t = BY_NAME[toggle]
-        cfg = configs.with_bugs(configs.from_dict(t.exposing, "exposing"), frozenset({toggle}), snapshot=False)
+        cfg = configs.exposing(frozenset({toggle}))
         finding, result = find(cfg, {inv}, args.budget, args.seed)
         if finding is None:
             print(f"{name}: nothing found in {result.seconds:.0f}s; file left alone")

@@ -11,8 +11,8 @@ from rmqcheck.checkers.search import liveness
 from rmqcheck.checkers.counterexamples.files import read
 from rmqcheck.checkers.counterexamples.replay import replay, reproduces, run_lenient
 from rmqcheck.invariants.catalogue import BY_ID, expected_ids
-from rmqcheck.model.broker import get_confirm_offset
-from rmqcheck.model.bugs import BY_NAME, TOGGLES
+from rmqcheck.model.broker import dispatch_behind, get_confirm_offset
+from rmqcheck.model.bugs import BY_NAME, SNAPSHOT, TOGGLES
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 TOGGLE_FILES = sorted((SCENARIOS / "toggles").glob("*.scn"))
@@ -78,3 +78,17 @@ def test_a_torn_tail_ack_moves_confirm_offset_back_to_a_message_boundary():
     assert r.first() is None
     confirms = [get_confirm_offset(s.broker(1), cx.config) for s in r.states]
     assert confirms[-2:] == [4, 3] and r.states[-1].broker(1).master_epoch == r.states[-3].broker(1).master_epoch
+
+
+def test_a_restarted_broker_with_no_role_confirms_for_no_one():
+    """scenarios/quirks/: the Java recomputes confirmOffset on an ack only for a member of the
+    local SyncStateSet (AutoSwitchHAService.java:355), empty after a restart, so the deposed
+    broker 1 never confirms message 1 for broker 2, in the snapshot and in the intended model;
+    broker 2 therefore has nothing to dispatch (the intended form once let it serve message 1)."""
+    cx = read(SCENARIOS / "quirks" / "restarted-broker-confirms-for-no-one.scn")
+    assert replay(cx.config, cx.actions, frozenset(expected_ids(cx.config))).first() is None
+    for cfg in (cx.config, cx.config._replace(bugs=SNAPSHOT)):
+        end = replay(cfg, cx.actions).states[-1]
+        assert end.broker(1).remote_sss == {2} and not end.broker(1).sss  # it proposed 2, holds none
+        assert end.broker(1).confirm == 0 and end.broker(2).confirm == 0
+        assert dispatch_behind(end.broker(2), cfg) == 0

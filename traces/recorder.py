@@ -12,7 +12,7 @@ import json
 import random
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from rmqcheck.model import configs
 from rmqcheck.model import commitlog as cl
@@ -109,21 +109,49 @@ def write_stores(s: State, run_dir: Path) -> None:
             (store / FILE).write_text(format_epoch_file(b.epochs.disk))
 
 
+Amend = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def run_records(
+    cfg: Config, run: str, group: str, start: State, steps: Iterable[tuple[Action, State, "Amend | None"]]
+) -> Iterator[dict[str, Any]]:
+    """The records of one run from `start`: run_start, one per (action, state after, amend), run_end.
+    `amend(record)` gives fields that replace the model's observation (None: leave it out), for
+    records whose fields another implementation decided."""
+    head = {"v": VERSION, "run": run, "group": group}
+    yield {**head, "seq": 0, "kind": RUN_START, "config": json.dumps(configs.to_dict(cfg), sort_keys=True)}
+    s, seq = start, 0
+    for action, nxt, amend in steps:
+        seq += 1
+        rec = {**head, "seq": seq, **transition_record(s, action, nxt)}
+        for field, value in (amend(rec) if amend else {}).items():
+            if value is None:
+                rec.pop(field, None)
+            else:
+                rec[field] = value
+        yield rec
+        s = nxt
+    yield {**head, "seq": seq + 1, "kind": RUN_END, "events": seq, "held": held_messages(s)}
+
+
 def record_run(
     cfg: Config, run: str, group: str, rng: random.Random, steps: int, stores: Path | None = None
 ) -> Iterator[dict[str, Any]]:
     """The records of one run: run_start, `steps` transitions, run_end (and its stores' epoch
     files under `stores/<run>/` when asked)."""
-    head = {"v": VERSION, "run": run, "group": group}
-    yield {**head, "seq": 0, "kind": RUN_START, "config": json.dumps(configs.to_dict(cfg), sort_keys=True)}
-    s = initial_state(cfg)
-    for seq in range(1, steps + 1):
-        a, nxt = random_step(s, cfg, rng)
-        yield {**head, "seq": seq, **transition_record(s, a, nxt)}
-        s = nxt
+    start = initial_state(cfg)
+    end = [start]
+
+    def walk() -> Iterator[tuple[Action, State, dict[str, Any]]]:
+        s = start
+        for _ in range(steps):
+            a, s = random_step(s, cfg, rng)
+            end[0] = s
+            yield a, s, None
+
+    yield from run_records(cfg, run, group, start, walk())
     if stores is not None:
-        write_stores(s, stores / run)
-    yield {**head, "seq": steps + 1, "kind": RUN_END, "events": steps, "held": held_messages(s)}
+        write_stores(end[0], stores / run)
 
 
 class Corpus(NamedTuple):

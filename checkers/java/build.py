@@ -1,13 +1,21 @@
-"""Compile RocketMQ's own controller, election policy and epoch cache, with our driver, from a
-RocketMQ source tree (a checkout or a source tarball), into build/java/<content hash>/.
+"""Compile RocketMQ's own classes, with our drivers, from a RocketMQ source tree (a checkout or a
+source tarball), into build/java/<content hash>/.
 
-What is loaded: javac's -sourcepath over the tree's common/, remoting/, controller/ and store/
-`src/main/java` compiles exactly the classes the driver reaches (ReplicasInfoManager,
-DefaultElectPolicy, DefaultBrokerHeartbeatManager, the events and headers, SyncStateInfo,
-BrokerReplicaInfo, ControllerConfig, EpochFileCache, CheckpointFile, ... about a hundred). Third-
-party classes come from Debian's jars; for what Debian lacks, our stubs (java/stubs/) stand in:
-RocketMQ's shaded slf4j (silent), fastjson's encoder (keeps the object for the driver),
-fastjson's annotations, and RaftBrokerHeartBeatManager (needs sofa-jraft; never built).
+Two targets, each a driver (java/driver/) and what javac's -sourcepath over the tree's common/,
+remoting/, controller/ and store/ `src/main/java` reaches from it:
+
+* `CORE`: the controller's ReplicasInfoManager, DefaultElectPolicy, DefaultBrokerHeartbeatManager,
+  the events and headers, SyncStateInfo, BrokerReplicaInfo, ControllerConfig, and the store's
+  EpochFileCache and CheckpointFile (about a hundred classes).
+* `HA`: the store's AutoSwitchHAService, AutoSwitchHAClient, CommitLog and DefaultMessageStore
+  (about 450 classes), run against a Mockito store (Debian's libmockito-java).
+
+Third-party classes come from Debian's jars; for what Debian lacks, our stubs stand in (java/stubs/:
+RocketMQ's shaded slf4j, silent; fastjson's encoder, which keeps the object for the driver, and
+annotations; RaftBrokerHeartBeatManager, which needs sofa-jraft and is never built; java/stubs-store/:
+the RocksDB, OpenTelemetry and DLedger types the store names, and inert stand-ins, searched before
+the tree, for four RocketMQ classes on no HA path that need them: DLedgerCommitLog,
+CombineConsumeQueueStore, DefaultStoreMetricsManager, RemotingMetricsManager).
 
 Every failure is a BuildError whose message names what is missing: javac, a jar (and its Debian
 package), a class or method the driver needs (an older or newer RocketMQ), or a tree that is not
@@ -31,7 +39,6 @@ JAVA = HERE / "java"
 REPO = HERE.parents[1]
 BUILD = REPO / "build" / "java"
 ROOTS = ("common", "remoting", "controller", "store")
-MAIN_CLASS = "RmqcheckDriver"
 
 # Debian's jars, by file name under /usr/share/java, and the package that installs each.
 JAR_DIR = Path("/usr/share/java")
@@ -48,10 +55,24 @@ JARS = {
     "hessian.jar": "libhessian-java",
     "commons-collections3.jar": "libcommons-collections3-java",
 }
+HA_JARS = {
+    **JARS,
+    "netty-handler-proxy.jar": "libnetty-java",
+    "jna.jar": "libjna-java",
+    "lz4-java.jar": "liblz4-java",
+    "zstd-jni.jar": "libzstd-jni-java",
+    "conversant-disruptor.jar": "libconversant-disruptor-java",
+    "jsr305.jar": "libjsr305-java",
+    "mockito-core.jar": "libmockito-java",
+    "byte-buddy.jar": "libbyte-buddy-java",
+    "byte-buddy-agent.jar": "libbyte-buddy-java",
+    "objenesis.jar": "libobjenesis-java",
+}
 
-# The classes and members the driver calls; checked before javac so that an older or newer
+# The classes and members the drivers call; checked before javac so that an older or newer
 # RocketMQ fails with the name of what it lacks.
 _C = "controller/src/main/java/org/apache/rocketmq/controller/"
+_S = "store/src/main/java/org/apache/rocketmq/store/"
 NEEDED = {
     _C + "impl/manager/ReplicasInfoManager.java": (
         "alterSyncStateSet", "electMaster", "getNextBrokerId", "applyBrokerId", "registerBroker", "getReplicaInfo",
@@ -63,11 +84,21 @@ NEEDED = {
     _C + "impl/heartbeat/BrokerLiveInfo.java": ("setLastUpdateTimestamp", "getConfirmOffset", "getElectionPriority"),
     _C + "impl/manager/SyncStateInfo.java": ("getMasterBrokerId", "getMasterEpoch", "getSyncStateSetEpoch"),
     _C + "impl/manager/BrokerReplicaInfo.java": ("getBrokerIdTable", "getNextAssignBrokerId"),
-    "store/src/main/java/org/apache/rocketmq/store/ha/autoswitch/EpochFileCache.java": (
+    _S + "ha/autoswitch/EpochFileCache.java": (
         "appendEntry", "setLastEpochEntryEndOffset", "truncateSuffixByEpoch", "truncateSuffixByOffset",
         "truncatePrefixByOffset", "findConsistentPoint", "initCacheFromFile", "initCacheFromEntries",
         "findEpochEntryByOffset", "nextEntry", "getEntry", "getAllEntries"),
     "common/src/main/java/org/apache/rocketmq/common/ControllerConfig.java": ("setEnableElectUncleanMaster",),
+}
+HA_NEEDED = {
+    _S + "ha/autoswitch/AutoSwitchHAService.java": (
+        "computeConfirmOffset", "updateConfirmOffsetWhenSlaveAck", "maybeExpandInSyncStateSet",
+        "maybeShrinkSyncStateSet", "setSyncStateSet", "inSyncReplicasNums", "setLocalBrokerId"),
+    _S + "ha/autoswitch/AutoSwitchHAClient.java": ("doTruncate", "reportSlaveMaxOffset"),
+    _S + "ha/autoswitch/AutoSwitchHAConnection.java": ("getSlaveId", "getSlaveAckOffset"),
+    _S + "ha/autoswitch/EpochFileCache.java": ("initCacheFromEntries", "getAllEntries"),
+    _S + "CommitLog.java": ("getConfirmOffset", "getConfirmOffsetDirectly", "setConfirmOffset"),
+    _S + "DefaultMessageStore.java": ("truncateFiles", "isOffsetAligned", "truncateDirtyFiles"),
 }
 
 # Java 17 closes the JDK's internals; Hessian (ReplicasInfoManager's snapshot) reflects into them.
@@ -77,6 +108,24 @@ JVM_FLAGS = ("--add-opens", "java.base/java.lang=ALL-UNNAMED",
              "--add-opens", "java.base/java.util.concurrent.atomic=ALL-UNNAMED")
 
 
+class Target(NamedTuple):
+    """One driver and what its build needs."""
+
+    name: str
+    main: str  # the driver's class, java/driver/<main>.java
+    stubs: tuple[str, ...]  # stub folders under java/, searched before the tree, in order
+    jars: dict[str, str]
+    needed: dict[str, tuple[str, ...]]
+    javac_flags: tuple[str, ...]
+    jvm_flags: tuple[str, ...]
+
+
+CORE = Target("core", "RmqcheckDriver", ("stubs",), JARS, NEEDED, ("--release", "17"), JVM_FLAGS)
+# The store's CommitLog imports sun.nio.ch.DirectBuffer: exported to it, which --release forbids.
+HA = Target("ha", "RmqcheckHaDriver", ("stubs-store", "stubs"), HA_JARS, HA_NEEDED,
+            ("-source", "17", "-target", "17", "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"), ())
+
+
 class BuildError(RuntimeError):
     """The classes could not be built; the message says what is missing and how to get it."""
 
@@ -84,6 +133,8 @@ class BuildError(RuntimeError):
 class Classpath(NamedTuple):
     classes: Path
     jars: tuple[Path, ...]
+    main: str = CORE.main
+    jvm_flags: tuple[str, ...] = CORE.jvm_flags
 
     def __str__(self) -> str:
         return os.pathsep.join(str(p) for p in (self.classes, *self.jars))
@@ -115,9 +166,9 @@ def locate(src: str | os.PathLike | None) -> Path:
     return path
 
 
-def _tree_key(tree: Path) -> str:
+def _tree_key(tree: Path, target: Target) -> str:
     """The content hash of what the build reads: the tree (its tarball's bytes, or every file
-    under the four source roots), our Java sources, and the javac version."""
+    under the four source roots), our Java sources, the target and the javac version."""
     h = hashlib.sha256()
     if tree.is_file():
         with open(tree, "rb") as f:
@@ -132,7 +183,7 @@ def _tree_key(tree: Path) -> str:
     for p in sorted(JAVA.rglob("*.java")):
         h.update(str(p.relative_to(JAVA)).encode())
         h.update(p.read_bytes())
-    h.update(" ".join(JVM_FLAGS).encode())
+    h.update(repr(target).encode())
     h.update(_javac_version().encode())
     return h.hexdigest()[:20]
 
@@ -150,13 +201,13 @@ def _javac_version() -> str:
     return (out.stdout + out.stderr).strip()
 
 
-def _jars() -> tuple[Path, ...]:
-    missing = sorted({pkg for jar, pkg in JARS.items() if not (JAR_DIR / jar).exists()})
+def _jars(jars: dict[str, str]) -> tuple[Path, ...]:
+    missing = sorted({pkg for jar, pkg in jars.items() if not (JAR_DIR / jar).exists()})
     if missing:
-        names = ", ".join(j for j, p in JARS.items() if p in missing)
+        names = ", ".join(j for j, p in jars.items() if p in missing)
         raise BuildError(f"missing Java libraries ({names} under {JAR_DIR}): install the Debian packages "
                          f"{' '.join(missing)} (`make jdk` does it when run as root)")
-    return tuple(JAR_DIR / jar for jar in JARS)
+    return tuple(JAR_DIR / jar for jar in jars)
 
 
 def _extract(tarball: Path, dest: Path) -> Path:
@@ -178,11 +229,11 @@ def _extract(tarball: Path, dest: Path) -> Path:
     return dest / prefix if prefix else dest
 
 
-def check_tree(tree: Path, label: str | Path) -> None:
+def check_tree(tree: Path, label: str | Path, needed: dict[str, tuple[str, ...]] = NEEDED) -> None:
     """Every class and member the driver calls is in the tree; otherwise name the first missing."""
     if not (tree / "controller" / "src" / "main" / "java" / "org" / "apache" / "rocketmq").is_dir():
         raise BuildError(f"{label}: not a RocketMQ source tree (it has no controller/src/main/java/org/apache/rocketmq/)")
-    for rel, members in NEEDED.items():
+    for rel, members in needed.items():
         path = tree / rel
         cls = path.stem
         if not path.is_file():
@@ -195,24 +246,26 @@ def check_tree(tree: Path, label: str | Path) -> None:
                                  f"this RocketMQ is older or newer than the ones conformance supports")
 
 
-def build(tree: Path, cache: Path = BUILD) -> Classpath:
-    """Compile (or reuse, by content hash) the driver against `tree`; the class path to run it."""
+def build(tree: Path, cache: Path = BUILD, target: Target = CORE) -> Classpath:
+    """Compile (or reuse, by content hash) a driver against `tree`; the class path to run it."""
     tree = Path(tree)
-    jars = _jars()
+    jars = _jars(target.jars)
     javac = _javac()
-    out = cache / _tree_key(tree)
+    out = cache / f"{target.name}-{_tree_key(tree, target)}"
     classes = out / "classes"
-    if (classes / f"{MAIN_CLASS}.class").exists():
-        return Classpath(classes, jars)
+    built = Classpath(classes, jars, target.main, target.jvm_flags)
+    if (classes / f"{target.main}.class").exists():
+        return built
     cache.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="building-", dir=cache))
     try:
         root = _extract(tree, work / "src") if tree.is_file() else tree
-        check_tree(root, tree)
-        sourcepath = [JAVA / "stubs"] + [root / r / "src" / "main" / "java" for r in ROOTS]
-        cmd = [javac, "-nowarn", "-encoding", "UTF-8", "--release", "17", "-implicit:class", "-d", str(work / "classes"),
-               "-cp", os.pathsep.join(map(str, jars)), "-sourcepath", os.pathsep.join(map(str, sourcepath)),
-               str(JAVA / "driver" / f"{MAIN_CLASS}.java")]
+        check_tree(root, tree, target.needed)
+        sourcepath = [JAVA / s for s in target.stubs] + [root / r / "src" / "main" / "java" for r in ROOTS]
+        sourcepath.append(JAVA / "driver")
+        cmd = [javac, "-nowarn", "-encoding", "UTF-8", *target.javac_flags, "-implicit:class",
+               "-d", str(work / "classes"), "-cp", os.pathsep.join(map(str, jars)),
+               "-sourcepath", os.pathsep.join(map(str, sourcepath)), str(JAVA / "driver" / f"{target.main}.java")]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             errors = [line for line in done.stderr.splitlines() if ": error:" in line]
@@ -223,4 +276,4 @@ def build(tree: Path, cache: Path = BUILD) -> Classpath:
         (work / "classes").rename(classes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return Classpath(classes, jars)
+    return built

@@ -24,7 +24,7 @@ import tempfile
 import threading
 from typing import Any, Sequence
 
-from .build import JVM_FLAGS, MAIN_CLASS, Classpath
+from .build import Classpath
 
 
 class DriverError(RuntimeError):
@@ -37,6 +37,8 @@ _EOF = object()
 class JavaDriver:
     def __init__(self, classpath: Classpath | str, timeout: float = 30.0, java: str = "java"):
         self.classpath = str(classpath)
+        self.main = classpath.main if isinstance(classpath, Classpath) else "RmqcheckDriver"
+        self.jvm_flags = classpath.jvm_flags if isinstance(classpath, Classpath) else ()
         self.timeout = timeout
         self.java = java
         self.proc: subprocess.Popen | None = None
@@ -54,8 +56,8 @@ class JavaDriver:
         # the driver's epoch files go to memory when it can (thousands of small writes a second)
         tmp = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
         self.proc = subprocess.Popen(
-            [self.java, *JVM_FLAGS, "-Xshare:auto", "-XX:+UseSerialGC", "-cp", self.classpath,
-             MAIN_CLASS, tmp],
+            [self.java, *self.jvm_flags, "-Xshare:auto", "-XX:+UseSerialGC", "-cp", self.classpath,
+             self.main, tmp],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, start_new_session=True)
         self._lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()

@@ -81,6 +81,11 @@ MODEL_ONLY = {
 }
 
 
+# In-snapshot toggles whose intended form changes a loaded class's rule (appendEntry replacing
+# an empty last epoch): a walk compared call by call keeps them on, so the model runs the code.
+SNAPSHOT_FORM = frozenset({"equal_start_epoch_not_recorded"})
+
+
 class Call(NamedTuple):
     fn: str  # the model function
     args: tuple
@@ -335,34 +340,40 @@ class _Planner:
         return checked, form
 
 
-def plan(cfg: Config, actions: Sequence[Action], start: State | None = None) -> _Plan:
+Choose = Callable[[State], Action]
+
+
+def plan(cfg: Config, actions: Sequence[Action] = (), start: State | None = None, choose: Choose | None = None,
+         steps: int = 0) -> _Plan:
     """Run the model from the empty cluster through its bootstrap (or from a constructed
     `start`, whose controller state no request built, so only epoch caches are compared) and
-    then `actions`, recording its loaded-class calls and answering each with ModelSide."""
+    then `actions` (or `steps` actions picked by `choose` from the current state, a walk),
+    recording its loaded-class calls and answering each with ModelSide."""
     planner = _Planner(cfg, compare_controller=start is None)
     preamble = [{"op": "ctl_reset", "unclean": cfg.unclean, "heartbeat_timeout": cfg.heartbeat_timeout}]
     preamble += [{"op": "epoch_new", "name": _cache(i)} for i in range(1, cfg.brokers + 1)]
     for req in preamble:
         planner.side.answer(req)
-    steps: list = []
+    out: list = []
     if start is None:
         calls: list[Call] = []
         with recording(calls):
             s = empty_cluster(cfg)
-        steps.append((0, None, *planner.step(0, calls, s, s)))
+        out.append((0, None, *planner.step(0, calls, s, s)))
         for a in bootstrap_actions(cfg):
-            s = _traced_step(planner, s, a, cfg, 0, steps)
+            s = _traced_step(planner, s, a, cfg, 0, out)
     else:
         s, seeded = start, []
         for b in s.brokers:  # the constructed logs' entries, appended in order
             for e, st in b.epochs.entries:
                 planner.answer({"op": "epoch_append", "name": _cache(b.id), "epoch": e, "start": st}, "seeding", seeded)
-        steps.append((0, None, seeded, ""))
+        out.append((0, None, seeded, ""))
     states = [s]
-    for i, a in enumerate(actions, start=1):
-        s = _traced_step(planner, s, a, cfg, i, steps)
+    given = iter(actions)
+    for i in range(1, (steps if choose else len(actions)) + 1):
+        s = _traced_step(planner, s, choose(s) if choose else next(given), cfg, i, out)
         states.append(s)
-    return _Plan(preamble, steps, states)
+    return _Plan(preamble, out, states)
 
 
 def _traced_step(planner: _Planner, s: State, action: Action, cfg: Config, index: int, steps: list) -> State:
@@ -374,12 +385,14 @@ def _traced_step(planner: _Planner, s: State, action: Action, cfg: Config, index
     return after
 
 
-def lockstep(driver: Any, cfg: Config, actions: Sequence[Action], start: State | None = None) -> Lockstep:
-    """Run `actions` on the model with every loaded-class call answered by the driver too."""
+def lockstep(driver: Any, cfg: Config, actions: Sequence[Action] = (), start: State | None = None,
+             choose: Choose | None = None, steps: int = 0) -> Lockstep:
+    """Run `actions` (or a walk of `steps` chosen by `choose`) on the model with every
+    loaded-class call answered by the driver too."""
     if cfg.has("controller_serves_before_apply"):
         raise LockstepError("controller_serves_before_apply: the model's controller serves before it applies, "
                             "which one ReplicasInfoManager cannot do; nothing to compare")
-    p = plan(cfg, actions, start)
+    p = plan(cfg, actions, start, choose, steps)
     requests = p.preamble + [req for _, _, checked, _ in p.steps for _, req, _ in checked]
     answers = driver.run(requests)
     bad = [a for a in answers[:len(p.preamble)] if not a.get("ok")]
@@ -429,3 +442,31 @@ def tally(ls: Lockstep) -> str:
         parts.append(f"from step {changed.index} the model runs a form that is not the snapshot's code "
                      f"({changed.form}), so later calls are not compared")
     return "; ".join(parts)
+
+
+class JavaView(NamedTuple):
+    """What RocketMQ's classes hold after a step, read from their answers: the controller's
+    state (its `state` field) and each broker's last epoch entry, (epoch, start) or None."""
+
+    controller: dict | None
+    last_entries: dict[int, tuple[int, int] | None]
+
+
+def java_views(ls: Lockstep) -> list[JavaView]:
+    """The Java's view after each step of the run (steps 1, 2, ...; the bootstrap folded in)."""
+    controller: dict | None = None
+    last: dict[int, tuple[int, int] | None] = {}
+    out = []
+    for s in ls.steps:
+        for c in s.calls:
+            state = c.java.get("state")
+            if not isinstance(state, dict):
+                continue
+            if "name" in c.request:
+                entries = state.get("entries") or []
+                last[int(c.request["name"][1:])] = tuple(entries[-1][:2]) if entries else None
+            else:
+                controller = state
+        if s.index:
+            out.append(JavaView(controller, dict(last)))
+    return out

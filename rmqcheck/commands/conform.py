@@ -1,13 +1,21 @@
 """`rmqcheck conform`: RocketMQ's own controller, election policy and epoch cache, compiled from a
-source tree, driven beside the model request by request (checkers/java/)."""
+source tree, driven beside the model request by request (checkers/java/); with `--record DIR`,
+walks of the whole model whose controller and epoch-cache calls those classes answer, written as
+a trace corpus for `rmqcheck validate`."""
 
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
+from random import Random
+from typing import Any, Iterator
 
-from rmqcheck.checkers.java import conform
+from rmqcheck.checkers.java import conform, lockstep
 from rmqcheck.checkers.java.driver import DriverError
+from rmqcheck.model.config import Config
+from rmqcheck.traces.files import part_name, write_part
+from rmqcheck.traces.recorder import Corpus, random_step, run_id, run_records
 
 from .common import UsageError, add_source_argument, budget_seconds, err, out, positive, start_driver
 
@@ -22,22 +30,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=budget_seconds, default=60.0, help="seconds of generation (default 60)")
     p.add_argument("--sequences", type=positive, help="stop after this many sequences (default: the budget decides)")
     p.add_argument("--out", default="counterexamples/conform", help="directory for the divergence's scenario file")
+    rec = p.add_argument_group("recording (--record DIR)")
+    rec.add_argument("--record", metavar="DIR",
+                     help="record walks of the model, every controller and epoch-cache call answered by RocketMQ's "
+                          "classes, as trace part files (the recorded controller and epoch fields are the Java's)")
+    rec.add_argument("--runs", type=positive, default=100, help="runs to record (default 100)")
+    rec.add_argument("--steps", type=positive, default=100, help="transitions per run (default 100)")
+    rec.add_argument("--format", choices=("ndjson", "parquet"), default="ndjson")
+    rec.add_argument("--runs-per-file", type=positive, default=1000)
 
 
 def run(args) -> int:
     with start_driver(args.rocketmq_src) as driver:
-        out.print(f"conformance: RocketMQ's classes against the model, seed {args.seed}, budget {args.budget:g}s, "
-                  f"up to {args.ops} requests a sequence")
-
-        def progress(sequences: int, ops: int, seconds: float) -> None:
-            err.print(f"[dim]  {sequences:,} sequences, {ops:,} requests compared, "
-                      f"{ops / max(seconds, 1e-9):,.0f}/s[/dim]")
-
         try:
-            tally = conform.conform(driver, args.seed, args.budget, args.ops, args.sequences,
-                                    progress if err.is_terminal else None)
+            return _record(args, driver) if args.record else _compare(args, driver)
         except DriverError as exc:
             raise UsageError(f"the Java driver failed: {exc}") from None
+
+
+def _compare(args, driver) -> int:
+    out.print(f"conformance: RocketMQ's classes against the model, seed {args.seed}, budget {args.budget:g}s, "
+              f"up to {args.ops} requests a sequence")
+
+    def progress(sequences: int, ops: int, seconds: float) -> None:
+        err.print(f"[dim]  {sequences:,} sequences, {ops:,} requests compared, {ops / max(seconds, 1e-9):,.0f}/s[/dim]")
+
+    tally = conform.conform(driver, args.seed, args.budget, args.ops, args.sequences,
+                            progress if err.is_terminal else None)
     rate = tally.operations / max(tally.seconds, 1e-9)
     out.print(f"{tally.sequences:,} sequences, {tally.operations:,} requests compared in {tally.seconds:.1f}s "
               f"({rate:,.0f}/s); not compared (the model has none): {', '.join(conform.NOT_COMPARED)}")
@@ -54,3 +73,72 @@ def run(args) -> int:
         out.print(f"  {key}: java {java!r}, model {model!r}")
     out.print(f"  scenario: {path}   (replay: rmqcheck replay {path})")
     return 1
+
+
+def _java_fields(view: lockstep.JavaView):
+    """The trace fields RocketMQ's classes decide, for a record: the controller's state and the
+    acting broker's last epoch entry (None: the field is left out, as the schema has it)."""
+    return lambda record: _fields_of(view, record.get("node"))
+
+
+def _fields_of(view: lockstep.JavaView, node: int | None) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    c = view.controller
+    if c is not None:
+        fields.update(ctrl_master=c["master"], ctrl_epoch=c["master_epoch"], ctrl_sss=sorted(c["sss"]),
+                      ctrl_sss_epoch=c["sss_epoch"])
+    if node is not None and node in view.last_entries:
+        top = view.last_entries[node]
+        fields.update(last_epoch=top[0] if top else -1, last_epoch_start=top[1] if top else None)
+    return fields
+
+
+class _Recording:
+    """Counts what a recording compared; the first difference, if any."""
+
+    def __init__(self) -> None:
+        self.transitions = self.calls = 0
+        self.difference: str | None = None
+
+    def runs(self, driver, corpus: Corpus, first: int, count: int) -> Iterator[dict[str, Any]]:
+        for i in range(first, first + count):
+            name, cfg = corpus.config(i)
+            # the loaded rules run in the snapshot's form, so every call is comparable
+            cfg = cfg._replace(bugs=cfg.bugs | lockstep.SNAPSHOT_FORM)
+            yield from self.run(driver, cfg, run_id(corpus.seed, i), f"broker-{name}", Random(f"{corpus.seed}:{i}"),
+                                corpus.steps)
+
+    def run(self, driver, cfg: Config, run: str, group: str, rng: Random, steps: int) -> Iterator[dict[str, Any]]:
+        ls = lockstep.lockstep(driver, cfg, choose=lambda s: random_step(s, cfg, rng)[0], steps=steps)
+        self.transitions += steps
+        self.calls += ls.compared
+        diff = ls.first_difference or ls.first_form_change
+        if diff is not None and self.difference is None:
+            self.difference = f"{run} step {diff.index} {lockstep.describe(diff)}: {diff.verdict}"
+        views = lockstep.java_views(ls)
+        actions = [r.action for r in ls.steps if r.index]
+        transitions = zip(actions, ls.states[1:], map(_java_fields, views))
+        yield from run_records(cfg, run, group, ls.states[0], transitions)
+
+
+def _record(args, driver) -> int:
+    corpus = Corpus(seed=args.seed, runs=args.runs, steps=args.steps, fmt=args.format,
+                    runs_per_file=args.runs_per_file)
+    target = Path(args.record)
+    target.mkdir(parents=True, exist_ok=True)
+    rec, start, events = _Recording(), time.perf_counter(), 0
+    for part in range(-(-corpus.runs // corpus.runs_per_file)):
+        first = part * corpus.runs_per_file
+        count = min(corpus.runs_per_file, corpus.runs - first)
+        events += write_part(target / part_name(part, corpus.fmt), rec.runs(driver, corpus, first, count), corpus.fmt)
+        if err.is_terminal:
+            err.print(f"[dim]  {first + count:,} runs, {rec.calls:,} calls compared[/dim]")
+    seconds = time.perf_counter() - start
+    out.print(f"recorded {corpus.runs:,} runs ({', '.join(corpus.names)}, intended model with the loaded classes' "
+              f"snapshot form), {rec.transitions:,} transitions and {rec.calls:,} calls into RocketMQ's classes, "
+              f"{events:,} records to {target} in {seconds:.1f}s ({rec.transitions / max(seconds, 1e-9):,.0f} "
+              f"transitions/s); validate it with: rmqcheck validate {target}")
+    if rec.difference is not None:
+        out.print(f"[bold red]the code and the model differ[/] (validate reports where): {rec.difference}")
+        return 1
+    return 0

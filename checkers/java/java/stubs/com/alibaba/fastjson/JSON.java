@@ -36,4 +36,16 @@ public abstract class JSON {
     public static <T> List<T> parseArray(String text, Class<T> clazz) {
         throw new UnsupportedOperationException("rmqcheck's fastjson stub does not decode");
     }
+
+    public static <T> T parseObject(String text, java.lang.reflect.Type type, com.alibaba.fastjson.parser.Feature... features) {
+        throw new UnsupportedOperationException("rmqcheck's fastjson stub does not decode");
+    }
+
+    public static <T> T parseObject(String text, TypeReference<T> type, com.alibaba.fastjson.parser.Feature... features) {
+        throw new UnsupportedOperationException("rmqcheck's fastjson stub does not decode");
+    }
+
+    public static void writeJSONString(java.io.Writer writer, Object object, SerializerFeature... features) {
+        lastEncoded = object;
+    }
 }

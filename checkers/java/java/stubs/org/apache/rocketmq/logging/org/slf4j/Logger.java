@@ -2,6 +2,10 @@
 package org.apache.rocketmq.logging.org.slf4j;
 
 public class Logger {
+    public String getName() {
+        return "rmqcheck";
+    }
+
     public boolean isTraceEnabled() {
         return false;
     }

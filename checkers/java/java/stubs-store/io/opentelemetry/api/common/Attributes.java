@@ -1,0 +1,2 @@
+package io.opentelemetry.api.common;
+public interface Attributes { }

@@ -1,0 +1,2 @@
+package io.opentelemetry.api.metrics;
+public interface Meter { }

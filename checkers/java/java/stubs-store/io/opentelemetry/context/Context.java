@@ -1,0 +1,2 @@
+package io.opentelemetry.context;
+public interface Context { }

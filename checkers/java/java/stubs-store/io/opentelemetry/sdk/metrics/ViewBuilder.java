@@ -1,0 +1,2 @@
+package io.opentelemetry.sdk.metrics;
+public class ViewBuilder { }

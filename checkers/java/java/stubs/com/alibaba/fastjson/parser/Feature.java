@@ -1,0 +1,2 @@
+package com.alibaba.fastjson.parser;
+public enum Feature { AutoCloseSource }

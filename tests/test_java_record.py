@@ -1,0 +1,43 @@
+"""`rmqcheck conform --record`: walks of the model whose controller and epoch-cache calls
+RocketMQ's classes answer, recorded with the Java's values and checked by `rmqcheck validate`
+on both engines; a mutated tree's runs fail validation where the code decided differently."""
+
+from __future__ import annotations
+
+import json
+
+from rmqcheck.cli import main
+from rmqcheck.traces.validate import discover, validate_local
+
+from conftest import needs_rocketmq
+from test_java_mutants import patched_tree
+
+pytestmark = needs_rocketmq
+
+
+def test_recorded_runs_of_the_real_classes_validate_on_both_engines(tmp_path, capsys):
+    from rmqcheck.traces.spark import validate_spark
+
+    corpus = tmp_path / "java"
+    assert main(["conform", "--record", str(corpus), "--runs", "24", "--steps", "80", "--runs-per-file", "8",
+                 "--format", "parquet"]) == 0
+    text = capsys.readouterr().out
+    assert "recorded 24 runs" in text and "calls into RocketMQ's classes" in text
+    inputs = discover([str(corpus)])
+    local = validate_local(inputs)
+    assert not local.failed() and local.units["events"] == 24 * (80 + 2)  # with run_start and run_end
+    assert validate_spark(inputs).violations == local.violations
+
+
+def test_the_recorded_controller_and_epoch_fields_are_the_java_s(tmp_path, capsys):
+    """A tree whose appendEntry accepts an equal start offset records the epochs it kept, so the
+    corpus no longer conforms to the model: validate says where."""
+    corpus = tmp_path / "mutant"
+    src = str(patched_tree("append_accepts_equal_start"))
+    assert main(["conform", "--record", str(corpus), "--runs", "4", "--steps", "60", "--rocketmq-src", src]) == 1
+    assert "EpochFileCache.appendEntry" in capsys.readouterr().out
+    report = validate_local(discover([str(corpus)]))
+    found = [v for v in report.violations if v.check == "conformance"]
+    assert found and "last_epoch recorded" in found[0].detail
+    recorded = [json.loads(line) for line in (corpus / "part-00000.ndjson").read_text().splitlines()]
+    assert {r["kind"] for r in recorded} >= {"run_start", "register", "run_end"}
