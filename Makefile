@@ -21,10 +21,14 @@ java:
 
 # Conformance (rmqcheck conform) compiles RocketMQ's own classes: a JDK and Debian's jars
 # (checkers/java/build.py lists which jar each package gives).
+# The HA service's classes (the store) need more: libjna-java ... libmockito-java.
 JDK_PACKAGES := openjdk-17-jdk-headless libcommons-lang3-java libguava-java libnetty-java \
-                libcommons-validator-java libhessian-java libcommons-collections3-java
+                libcommons-validator-java libhessian-java libcommons-collections3-java \
+                libjna-java liblz4-java libzstd-jni-java libconversant-disruptor-java libmockito-java
 JARS := commons-lang3 guava netty-common netty-transport netty-buffer netty-codec netty-handler \
-        netty-resolver commons-validator hessian commons-collections3
+        netty-resolver commons-validator hessian commons-collections3 \
+        jna lz4-java zstd-jni conversant-disruptor jsr305 netty-handler-proxy mockito-core byte-buddy \
+        byte-buddy-agent objenesis
 jdk:
 	@missing=""; command -v javac >/dev/null 2>&1 || missing="javac"; \
 	for j in $(JARS); do [ -e /usr/share/java/$$j.jar ] || missing="$$missing $$j.jar"; done; \

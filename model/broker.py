@@ -185,7 +185,7 @@ def compute_confirm_offset(b: Broker, cfg: Config) -> int:
 
 def update_confirm_offset_when_slave_ack(b: Broker, slave: int, cfg: Config) -> Broker:
     """`AutoSwitchHAService.updateConfirmOffsetWhenSlaveAck`: recompute confirmOffset when the
-    acking slave is a member of the local set (AutoSwitchHAService.java:355). The intended form
+    acking slave is a member of the local set (AutoSwitchHAService.java:356). The intended form
     (confirm_ignores_proposed_sss off) also lets a proposed member's acks count, on an unfenced
     master only: a restarted broker with no role yet proposes too (maybeExpandInSyncStateSet has
     no role check) but its local set is empty, so the code never lets it confirm
@@ -199,14 +199,25 @@ def update_confirm_offset_when_slave_ack(b: Broker, slave: int, cfg: Config) -> 
 
 def get_confirm_offset(b: Broker, cfg: Config) -> int:
     """`CommitLog.getConfirmOffset` in controller mode: an unfenced non-slave uses its max when
-    alone in its local set or without allAck (PR #7657); a slave uses the stored value. The
-    real code stores a lazily computed value when negative; the model computes it on read."""
+    alone in its local set or without allAck (PR #7657); a slave uses the stored value. A
+    negative stored value is computed on the read (and stored: `settle_confirm_offset`)."""
     if b.role != SLAVE and not fenced(b):
         if alone(b, cfg) or not cfg.all_ack:
             return max_phy(b)
         if b.confirm < 0:
             return compute_confirm_offset(b, cfg)
     return b.confirm
+
+
+def settle_confirm_offset(b: Broker, cfg: Config) -> Broker:
+    """What a read of `getConfirmOffset` stores: a negative confirmOffset of an unfenced
+    non-slave with allAck and company in its set is computed and kept ("First time it will
+    compute", CommitLog.java:681-684), so later reads return the kept value until the next
+    set. The dispatch thread reads it every millisecond, so `step` settles every broker a step
+    changed (found by `rmqcheck conform`: the model once recomputed on every read)."""
+    if b.up and b.confirm < 0 and b.role != SLAVE and not fenced(b) and cfg.all_ack and not alone(b, cfg):
+        return b._replace(confirm=compute_confirm_offset(b, cfg))
+    return b
 
 
 def dispatch_behind(b: Broker, cfg: Config) -> int:
@@ -278,16 +289,24 @@ def update_caught_up(b: Broker, slave: int, t: int) -> Broker:
     return b._replace(caught_up=_set_pair(b.caught_up, slave, max(old, t)))
 
 
-def maybe_expand_sync_state_set(b: Broker, slave: int, ack: int, cfg: Config) -> Broker:
+def maybe_expand_sync_state_set(b: Broker, slave: int, ack: int, cfg: Config) -> Broker | None:
     """`AutoSwitchHAService.maybeExpandInSyncStateSet`: propose adding a slave whose ack reached
     confirmOffset and the start of the current epoch. Why the second condition: a slave that
-    only holds data of older epochs may diverge from this master's log (#5663)."""
-    if slave in b.sss or not b.epochs.entries:
+    only holds data of older epochs may diverge from this master's log (#5663).
+
+    None: the epoch cache is empty, so `epochCache.lastEntry()` is null and the Java throws a
+    NullPointerException, which ends the connection's read loop (found by `rmqcheck conform`; a
+    broker with no role yet and a lost epoch file accepts HA connections)."""
+    if slave in b.sss:
         return b
+    b = settle_confirm_offset(b, cfg)
     if ack < get_confirm_offset(b, cfg):
         return b
-    if not cfg.has("expand_without_epoch_start_check") and ack < b.epochs.entries[-1][1]:
-        return b
+    if not cfg.has("expand_without_epoch_start_check"):
+        if not b.epochs.entries:
+            return None
+        if ack < b.epochs.entries[-1][1]:
+            return b
     return propose_sync_state_set(b, b.sss | {slave}, cfg)
 
 

@@ -223,9 +223,10 @@ def slave_receive(s: Broker, p: Packet, cfg: Config) -> Broker | None:
     return report_slave_max_offset(s)
 
 
-def master_read_ack(m: Broker, slave: int, ack: int, now: int, cfg: Config) -> Broker:
+def master_read_ack(m: Broker, slave: int, ack: int, now: int, cfg: Config) -> Broker | None:
     """`HAServerReader` for a TRANSFER ack, then `maybeExpandInSyncStateSet` (connection and
-    service) and `updateConfirmOffsetWhenSlaveAck` (reference §2.4, §2.6)."""
+    service) and `updateConfirmOffsetWhenSlaveAck` (reference §2.4, §2.6). None: the expand
+    check threw, which ends the connection (the caller closes it)."""
     conn = conn_of(m, slave)
     if conn is None:
         return m
@@ -234,8 +235,10 @@ def master_read_ack(m: Broker, slave: int, ack: int, now: int, cfg: Config) -> B
     m = m._replace(last_acks=_set_pair(m.last_acks, slave, ack))
     if not conn.learner and ack >= conn.last_master_max:
         t = now if max_phy(m) == ack else conn.last_transfer_time
-        m = update_caught_up(m, slave, t)
-        m = maybe_expand_sync_state_set(m, slave, ack, cfg)
+        expanded = maybe_expand_sync_state_set(update_caught_up(m, slave, t), slave, ack, cfg)
+        if expanded is None:
+            return None
+        m = expanded
     return update_confirm_offset_when_slave_ack(m, slave, cfg)
 
 

@@ -42,6 +42,7 @@ from .broker import (
     recover,
     recover_topic_queue_table,
     remove_connection,
+    settle_confirm_offset,
     store_change_to_master,
     append_epoch,
     truncate_invalid_msg,
@@ -418,8 +419,9 @@ def rule_ha_read_ack(s: State, cfg: Config, slave: int) -> State | None:
     b = s.broker(slave)
     if m is None or b.client.ack is None:
         return None
-    m = ha.master_read_ack(m, slave, b.client.ack, s.now, cfg)
-    return s.with_broker(m).with_broker(b._replace(client=b.client._replace(ack=None)))
+    read = ha.master_read_ack(m, slave, b.client.ack, s.now, cfg)
+    s = s.with_broker(b._replace(client=b.client._replace(ack=None)))
+    return close_connection(s, slave, cfg) if read is None else s.with_broker(read)
 
 
 def rule_ha_timeout(s: State, cfg: Config, slave: int) -> State | None:
@@ -749,39 +751,59 @@ class ActionKind(NamedTuple):
     fault: str | None = None  # budget consumed; None for protocol steps and healing
 
 
+def _settled(rule: Callable[..., State | None]) -> Callable[..., State | None]:
+    """The rule, then what the dispatch thread's next read of getConfirmOffset stores on each
+    broker the rule changed (`settle_confirm_offset`)."""
+
+    def settled(s: State, cfg: Config, *args: int) -> State | None:
+        nxt = rule(s, cfg, *args)
+        if nxt is None:
+            return None
+        for before, after in zip(s.brokers, nxt.brokers):
+            if after is not before:
+                settled_b = settle_confirm_offset(after, cfg)
+                if settled_b is not after:
+                    nxt = nxt.with_broker(settled_b)
+        return nxt
+
+    settled.__name__ = rule.__name__
+    settled.__doc__ = rule.__doc__
+    return settled
+
+
 ACTIONS: dict[str, ActionKind] = {
-    "send": ActionKind(("broker", "queue", "size"), rule_send),
-    "consume": ActionKind(("broker", "queue"), rule_consume),
-    "put_complete": ActionKind(("broker", "msg"), rule_put_complete),
-    "put_timeout": ActionKind(("broker", "msg"), rule_put_timeout),
-    "dispatch": ActionKind(("broker",), rule_dispatch),
-    "flush": ActionKind(("broker",), rule_flush),
-    "ha_connect": ActionKind(("slave",), rule_ha_connect),
-    "ha_transfer": ActionKind(("slave",), rule_ha_transfer),
-    "ha_slave_ack": ActionKind(("slave",), rule_ha_slave_ack),
-    "ha_read_ack": ActionKind(("slave",), rule_ha_read_ack),
-    "ha_timeout": ActionKind(("slave",), rule_ha_timeout),
-    "check_sss": ActionKind(("broker",), rule_check_sss),
-    "alter_sss": ActionKind(("broker", "lost"), rule_alter_sss),
-    "alter_sss_fail": ActionKind(("broker",), rule_alter_sss_fail),
-    "sync_replica_info": ActionKind(("broker", "lost"), rule_sync_replica_info),
-    "register": ActionKind(("broker", "lost"), rule_register),
-    "finish_promotion": ActionKind(("broker",), rule_finish_promotion),
-    "heartbeat": ActionKind(("broker",), rule_heartbeat),
-    "sync_consumer_offsets": ActionKind(("broker",), rule_sync_consumer_offsets),
-    "controller_elect": ActionKind((), rule_controller_elect),
-    "controller_apply": ActionKind((), rule_controller_apply),
-    "tick": ActionKind((), rule_tick),
-    "restart": ActionKind(("broker",), rule_restart),
-    "heal": ActionKind((), rule_heal),
-    "crash": ActionKind(("broker", "keep"), rule_crash, "crashes"),
-    "conn_reset": ActionKind(("slave",), rule_conn_reset, "connection_resets"),
-    "partition": ActionKind(("mask",), rule_partition, "partitions"),
-    "hb_timeout": ActionKind(("broker",), rule_hb_timeout, "heartbeat_timeouts"),
-    "admin_elect": ActionKind(("broker",), rule_admin_elect, "admin_elections"),
-    "lose_epoch_file": ActionKind(("broker",), rule_lose_epoch_file, "epoch_file_losses"),
-    "controller_failover": ActionKind((), rule_controller_failover, "controller_failovers"),
-    "consumer_restart": ActionKind((), rule_consumer_restart, "consumer_restarts"),
+    "send": ActionKind(("broker", "queue", "size"), _settled(rule_send)),
+    "consume": ActionKind(("broker", "queue"), _settled(rule_consume)),
+    "put_complete": ActionKind(("broker", "msg"), _settled(rule_put_complete)),
+    "put_timeout": ActionKind(("broker", "msg"), _settled(rule_put_timeout)),
+    "dispatch": ActionKind(("broker",), _settled(rule_dispatch)),
+    "flush": ActionKind(("broker",), _settled(rule_flush)),
+    "ha_connect": ActionKind(("slave",), _settled(rule_ha_connect)),
+    "ha_transfer": ActionKind(("slave",), _settled(rule_ha_transfer)),
+    "ha_slave_ack": ActionKind(("slave",), _settled(rule_ha_slave_ack)),
+    "ha_read_ack": ActionKind(("slave",), _settled(rule_ha_read_ack)),
+    "ha_timeout": ActionKind(("slave",), _settled(rule_ha_timeout)),
+    "check_sss": ActionKind(("broker",), _settled(rule_check_sss)),
+    "alter_sss": ActionKind(("broker", "lost"), _settled(rule_alter_sss)),
+    "alter_sss_fail": ActionKind(("broker",), _settled(rule_alter_sss_fail)),
+    "sync_replica_info": ActionKind(("broker", "lost"), _settled(rule_sync_replica_info)),
+    "register": ActionKind(("broker", "lost"), _settled(rule_register)),
+    "finish_promotion": ActionKind(("broker",), _settled(rule_finish_promotion)),
+    "heartbeat": ActionKind(("broker",), _settled(rule_heartbeat)),
+    "sync_consumer_offsets": ActionKind(("broker",), _settled(rule_sync_consumer_offsets)),
+    "controller_elect": ActionKind((), _settled(rule_controller_elect)),
+    "controller_apply": ActionKind((), _settled(rule_controller_apply)),
+    "tick": ActionKind((), _settled(rule_tick)),
+    "restart": ActionKind(("broker",), _settled(rule_restart)),
+    "heal": ActionKind((), _settled(rule_heal)),
+    "crash": ActionKind(("broker", "keep"), _settled(rule_crash), "crashes"),
+    "conn_reset": ActionKind(("slave",), _settled(rule_conn_reset), "connection_resets"),
+    "partition": ActionKind(("mask",), _settled(rule_partition), "partitions"),
+    "hb_timeout": ActionKind(("broker",), _settled(rule_hb_timeout), "heartbeat_timeouts"),
+    "admin_elect": ActionKind(("broker",), _settled(rule_admin_elect), "admin_elections"),
+    "lose_epoch_file": ActionKind(("broker",), _settled(rule_lose_epoch_file), "epoch_file_losses"),
+    "controller_failover": ActionKind((), _settled(rule_controller_failover), "controller_failovers"),
+    "consumer_restart": ActionKind((), _settled(rule_consumer_restart), "consumer_restarts"),
 }
 
 

@@ -21,3 +21,10 @@ def classpath():
 def driver(classpath):
     with JavaDriver(classpath) as d:
         yield d
+
+
+@pytest.fixture(scope="session")
+def ha_driver():
+    """RocketMQ's HA service (AutoSwitchHAService, AutoSwitchHAClient, CommitLog) on a Mockito store."""
+    with JavaDriver(build.build(build.locate(None), target=build.HA)) as d:
+        yield d

@@ -1,4 +1,4 @@
-"""RocketMQ's own classes beside the model (checkers/java/): the build, the driver, a bounded
+"""RocketMQ's own classes beside the model (checkers/java/): the builds, the drivers, a bounded
 conformance run against the shared tree, the pinned scenarios, and every way it must fail
 clearly (no javac, a tree without a class or method, a tarball that is not RocketMQ, a driver
 that dies, hangs or talks nonsense)."""
@@ -30,16 +30,35 @@ def test_the_build_is_cached_by_content(classpath):
     assert (classpath.classes / "org/apache/rocketmq/controller/impl/manager/ReplicasInfoManager.class").exists()
 
 
-def test_a_bounded_conformance_run_agrees(driver):
-    tally = conform.conform(driver, seed=7, budget=600, max_sequences=400)
+def test_a_bounded_conformance_run_agrees(driver, ha_driver):
+    tally = conform.conform(driver, seed=7, budget=600, max_sequences=400, ha_driver=ha_driver)
     assert tally.divergence is None, conform.format_request(tally.divergence.last.request)
     assert tally.operations > 5_000
 
 
+def test_the_ha_build_loads_the_store_s_classes_on_a_mockito_store(ha_driver):
+    with_ha = build.build(build.locate(None), target=build.HA)
+    assert (with_ha.classes / "org/apache/rocketmq/store/ha/autoswitch/AutoSwitchHAService.class").exists()
+    assert with_ha.main == "RmqcheckHaDriver" and any(j.name == "mockito-core.jar" for j in with_ha.jars)
+    state = {"id": 1, "role": "MASTER", "fenced": False, "all_ack": True, "not_catchup": 3, "max": 6,
+             "message_starts": [0, 3], "confirm": 0, "sss": [1, 2], "remote": [], "synchronizing": False,
+             "conns": [[2, 3]], "now": 0, "caught_up": [], "epochs": [[1, 0]], "last_end": 2**63 - 1}
+    (answer,) = ha_driver.run([{"op": "ha_confirm", **state}])
+    assert answer == {"ok": True, "compute": 3, "directly": 0, "in_sync": 2, "get": 0}
+
+
+def test_without_the_ha_jars_conformance_runs_the_rest_and_says_so(monkeypatch, capsys):
+    monkeypatch.setitem(build.HA_JARS, "no-such-library.jar", "libno-such-java")
+    assert main(["conform", "--sequences", "20"]) == 0
+    text = capsys.readouterr().out
+    assert "the HA service not loaded: missing Java libraries (no-such-library.jar" in text
+    assert "libno-such-java" in text
+
+
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS.glob("*.scn")), ids=lambda p: p.stem)
-def test_pinned_scenarios_agree(driver, scenario):
+def test_pinned_scenarios_agree(driver, ha_driver, scenario):
     """Java behaviours conformance found, each pinned as a scenario both sides replay alike."""
-    steps = conform.run_sequence(driver, conform.read_scenario(scenario), stop_at_first=False)
+    steps = conform.run_sequence(driver, conform.read_scenario(scenario), stop_at_first=False, ha_driver=ha_driver)
     assert [s.diffs for s in steps if s.diffs] == []
 
 

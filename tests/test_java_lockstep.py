@@ -90,8 +90,11 @@ def test_replay_java_prints_which_steps_the_code_confirmed(capsys):
     path = SCENARIOS / "toggles" / "confirm_skips_unacked_members.scn"
     assert main(["replay", str(path), "--java"]) == 1  # the counterexample reproduces
     text = capsys.readouterr().out
-    assert "calls confirmed in steps 5; steps 1-4 call no loaded class" in text
-    assert "ReplicasInfoManager.alterSyncStateSet" in text and "AutoSwitchHAService" in text
+    assert "loaded: the controller and the epoch cache and the broker's HA service" in text
+    # the send (step 2) calls no loaded class; the acks' computeConfirmOffset (3, 4) and the
+    # AlterSyncStateSet (5) are the code's
+    assert "calls confirmed in steps 1, 3-5; steps 2 call no loaded class" in text
+    assert "AutoSwitchHAService.computeConfirmOffset" in text and "ReplicasInfoManager.alterSyncStateSet" in text
 
 
 def test_replay_java_of_another_mode_says_there_is_nothing_to_compare(capsys):

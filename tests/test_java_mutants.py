@@ -1,10 +1,11 @@
 """Conformance can fail: copies of the shared tree (under build/patched/), each with one change
-to a class the driver loads, compiled and compared with the unchanged model. Every change must
+to a class a driver loads, compiled and compared with the unchanged model. Every change must
 come back as a short divergence.
 
-Each change is one that guards a documented property (the line it reverts is cited at the
-snapshot 8fc57f1468); a regression there would silently break what the model, and so every
-proof and matrix cell, assumes.
+Each change is one that guards a documented property (the line it changes is cited at the
+snapshot 8fc57f1468, with the PR that wrote it where there is one); a regression there would
+silently break what the model, and so every proof and matrix cell, assumes. The HA ones are the
+intended forms of findings, so they also show that those findings are the code's behaviour.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from conftest import needs_rocketmq
 
 PATCHED = build.REPO / "build" / "patched"
 _C = "controller/src/main/java/org/apache/rocketmq/controller/"
-_E = "store/src/main/java/org/apache/rocketmq/store/ha/autoswitch/EpochFileCache.java"
+_S = "store/src/main/java/org/apache/rocketmq/store/"
+_E = _S + "ha/autoswitch/EpochFileCache.java"
 
 MUTANTS = {
     # ReplicasInfoManager.java:153, the SyncStateSet-epoch fence (RIP-44): without it a master's
@@ -53,7 +55,32 @@ MUTANTS = {
         _E,
         "lastEntry.getStartOffset() >= entry.getStartOffset()",
         "lastEntry.getStartOffset() > entry.getStartOffset()"),
+    # AutoSwitchHAService.java:433, PR #6729 (issue #6728): acks of 0 and -1 are skipped; counting
+    # them is the intended form of the finding confirm_skips_unacked_members.
+    "confirm_counts_unacked_members": (
+        _S + "ha/autoswitch/AutoSwitchHAService.java",
+        "if (currentSyncStateSet.contains(slaveId) && connection.getSlaveAckOffset() > 0) {",
+        "if (currentSyncStateSet.contains(slaveId) && connection.getSlaveAckOffset() >= 0) {"),
+    # AutoSwitchHAService.java:356: an ack recomputes confirmOffset only for a member of the local
+    # set; the proposed set too is what once let a broker with no role confirm (the 18-step I3).
+    "ack_confirms_for_proposed_members": (
+        _S + "ha/autoswitch/AutoSwitchHAService.java",
+        "if (this.syncStateSet.contains(slaveBrokerId)) {",
+        "if (getSyncStateSet().contains(slaveBrokerId)) {"),
+    # AutoSwitchHAClient.java:469: the slave reports the consistent point, even past its own log
+    # end; the clamp is the intended form of the finding truncation_point_beyond_log_end.
+    "truncation_point_clamped": (
+        _S + "ha/autoswitch/AutoSwitchHAClient.java",
+        "this.currentReportedOffset = truncateOffset;",
+        "this.currentReportedOffset = Math.min(truncateOffset, this.messageStore.getMaxPhyOffset());"),
+    # CommitLog.java:677: a lone master (by its local set) confirms up to its max offset; by the
+    # proposed set it would not (the intended form of the finding confirm_ignores_proposed_sss).
+    "lone_by_proposed_set": (
+        _S + "CommitLog.java",
+        "if (((AutoSwitchHAService) this.defaultMessageStore.getHaService()).getLocalSyncStateSet().size() == 1\n",
+        "if (((AutoSwitchHAService) this.defaultMessageStore.getHaService()).getSyncStateSet().size() == 1\n"),
 }
+HA_MUTANTS = {name for name, (rel, _, _) in MUTANTS.items() if not rel.startswith(_C) and rel != _E}
 
 pytestmark = needs_rocketmq
 
@@ -73,10 +100,18 @@ def patched_tree(name: str) -> Path:
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
-def test_conform_reports_each_change_as_a_short_divergence(name):
-    classpath = build.build(patched_tree(name))
-    with JavaDriver(classpath) as driver:
-        tally = conform.conform(driver, seed=0, budget=120)
+def test_conform_reports_each_change_as_a_short_divergence(name, classpath):
+    tree = patched_tree(name)
+    if name in HA_MUTANTS:
+        core, ha = classpath, build.build(tree, target=build.HA)
+    else:
+        core, ha = build.build(tree), None
+    with JavaDriver(core) as driver:
+        if ha is None:
+            tally = conform.conform(driver, seed=0, budget=120)
+        else:
+            with JavaDriver(ha) as ha_driver:
+                tally = conform.conform(driver, seed=0, budget=120, ha_driver=ha_driver)
     assert tally.divergence is not None, f"{name}: no divergence in {tally.operations:,} requests"
     assert len(tally.divergence.steps) <= conform.PREAMBLE + 8, [conform.format_request(s.request)
                                                                  for s in tally.divergence.steps]

@@ -82,7 +82,7 @@ def test_a_torn_tail_ack_moves_confirm_offset_back_to_a_message_boundary():
 
 def test_a_restarted_broker_with_no_role_confirms_for_no_one():
     """scenarios/quirks/: the Java recomputes confirmOffset on an ack only for a member of the
-    local SyncStateSet (AutoSwitchHAService.java:355), empty after a restart, so the deposed
+    local SyncStateSet (AutoSwitchHAService.java:356), empty after a restart, so the deposed
     broker 1 never confirms message 1 for broker 2, in the snapshot and in the intended model;
     broker 2 therefore has nothing to dispatch (the intended form once let it serve message 1)."""
     cx = read(SCENARIOS / "quirks" / "restarted-broker-confirms-for-no-one.scn")

@@ -1,13 +1,11 @@
 """Conformance: RocketMQ's own classes and the model, request by request.
 
-Hypothesis generates sequences of requests (controller: broker-id applications and races,
-registrations, heartbeats, elections designated or not, AlterSyncStateSet with current and stale
-epochs, clean-up, snapshot and restore; epoch caches: append, suffix and prefix truncation, last
-end, reload, file loss, lookups, the truncation point), including edge values (Long.MAX_VALUE,
-2^31, equal and negative values the Java accepts). Each request goes to the Java driver
-(checkers/java/driver.py) and through the model (checkers/java/model_side.py); every compared
-field of the two answers must be equal. A divergence is shrunk by Hypothesis to a short sequence
-and written as a scenario file (`conform` text) that `rmqcheck replay` runs against both sides.
+Sequences of requests (checkers/java/requests.py: the controller, the epoch caches and the HA
+service, edge values included) go to the Java drivers (checkers/java/driver.py) and through the
+model (checkers/java/model_side.py, ha_side.py); every compared field of the two answers must be
+equal. A divergence is shrunk (delta debugging, or Hypothesis with its own draws) to a short
+sequence and written as a scenario file (`conform` text) that `rmqcheck replay` runs against both
+sides.
 
 Symbolic arguments (`$master`, `$master_epoch`, `$sss_epoch`, `$master_epoch-1`, ...) are bound
 from the model's state just before the request is sent, so AlterSyncStateSet is often sent with
@@ -23,155 +21,18 @@ from pathlib import Path
 from random import Random
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
-from hypothesis import HealthCheck, Phase, find, settings, strategies as st
+from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
 from rmqcheck.checkers.counterexamples.replay import ddmin
 
-from .model_side import MAX_ID, ModelSide
-
-LONG_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
+from .driver import run_both
+from .model_side import ModelSide
+from .requests import PREAMBLE, RandomChooser, address, sequence, sequences
 
 # What the model does not represent, so is not compared.
 NOT_COMPARED = ("remark", "header.masterAddress", "header.brokerName", "header.clusterName", "state.master_address", "state.brokers' addresses",
                 "body.brokerMemberGroup", "state.file", "state.bak")
-
-
-# --- generation ------------------------------------------------------------------------------
-#
-# One vocabulary of requests, drawn through a `Chooser`: seeded `random.Random` for throughput
-# (the default of `rmqcheck conform`, shrunk by delta debugging), or Hypothesis draws (shrunk by
-# Hypothesis; the property tests and `--generator hypothesis`). Both give the same distribution.
-
-EDGE_OFFSETS = (INT_MAX, INT_MAX + 1, 2**32, LONG_MAX - 1, LONG_MAX, -1)
-EDGE_EPOCHS = (INT_MAX, -1)
-
-
-class RandomChooser:
-    def __init__(self, rng: Random) -> None:
-        self.rng = rng
-
-    def integer(self, lo: int, hi: int) -> int:
-        return self.rng.randint(lo, hi)
-
-    def pick(self, options: Sequence) -> Any:
-        return options[self.rng.randrange(len(options))]
-
-
-class DrawChooser:
-    def __init__(self, draw: Callable) -> None:
-        self.draw = draw
-
-    def integer(self, lo: int, hi: int) -> int:
-        return self.draw(st.integers(lo, hi))
-
-    def pick(self, options: Sequence) -> Any:
-        return self.draw(st.sampled_from(options))
-
-
-def _address(i: Any) -> str:
-    return f"10.0.0.{i}:10911"
-
-
-def _offset(ch: Any, stored: bool = False) -> int:
-    """An offset; `stored` ones (written to the checkpoint file) are never negative: the file's
-    "epoch-start" lines cannot hold a minus sign (see docs/conformance.md), and RocketMQ never
-    writes one (offsets start at 0, epochs at 1)."""
-    edges = EDGE_OFFSETS[:-1] if stored else EDGE_OFFSETS
-    return ch.pick(edges) if ch.integer(0, 4) == 0 else ch.integer(0, 12)
-
-
-def _epoch(ch: Any, stored: bool = False) -> int:
-    edges = EDGE_EPOCHS[:-1] if stored else EDGE_EPOCHS
-    return ch.pick(edges) if ch.integer(0, 9) == 0 else ch.integer(0, 6)
-
-
-def _entries(ch: Any) -> list[list[int]]:
-    """Strictly increasing (epoch, start) pairs."""
-    out, e, s = [], 0, -1
-    for _ in range(ch.integer(0, 4)):
-        e, s = e + ch.integer(1, 3), s + ch.integer(1, 3)
-        out.append([e, s])
-    return out
-
-
-def _controller_op(ch: Any) -> dict:
-    # heartbeats, elections and AlterSyncStateSet weigh most: they make the states in which
-    # the election order and the fences matter
-    kind = ch.pick(("apply_broker_id", "apply_broker_id", "get_next_broker_id", "register_broker", "heartbeat",
-                    "heartbeat", "heartbeat", "heartbeat", "elect", "elect", "alter_sss", "alter_sss",
-                    "expire", "get_replica_info", "get_sync_state_data", "clean", "scan", "snapshot_restore"))
-    i = ch.integer(1, MAX_ID)
-    if kind == "apply_broker_id":
-        i = ch.pick((i, "$next_id"))
-        return {"op": kind, "id": i, "address": _address(i), "check_code": ch.pick(("c1", "c2"))}
-    if kind == "register_broker":
-        return {"op": kind, "id": i, "address": _address(i)}
-    if kind == "expire":
-        return {"op": kind, "id": i}
-    if kind == "heartbeat":
-        return {"op": kind, "id": i, "address": _address(i), "epoch": _epoch(ch), "max_offset": _offset(ch),
-                "confirm_offset": _offset(ch), "priority": ch.pick((INT_MAX, 0, 1, 2))}
-    if kind == "elect":
-        return {"op": kind, "id": ch.pick((None, i)), "designate": ch.pick((False, True))}
-    if kind == "clean":
-        ids = sorted({ch.integer(1, MAX_ID) for _ in range(ch.integer(0, 2))})
-        return {"op": kind, "ids": ";".join(map(str, ids)), "living": ch.pick((False, True))}
-    if kind == "alter_sss":
-        members = ["$master"] + [ch.integer(1, MAX_ID) for _ in range(ch.integer(0, 3))]
-        return {"op": kind, "master": ch.pick(("$master", "$master", i)),
-                "master_epoch": ch.pick(("$master_epoch", "$master_epoch", "$master_epoch-1")), "sss": members,
-                "sss_epoch": ch.pick(("$sss_epoch", "$sss_epoch", "$sss_epoch-1", "$sss_epoch+1"))}
-    return {"op": kind}
-
-
-def _epoch_op(ch: Any) -> dict:
-    kind = ch.pick(("epoch_new", "epoch_append", "epoch_append", "epoch_append", "epoch_set_last_end",
-                    "epoch_truncate_suffix_by_epoch", "epoch_truncate_suffix_by_offset",
-                    "epoch_truncate_prefix_by_offset", "epoch_reload", "epoch_lose_file", "epoch_get_entry",
-                    "epoch_find_by_offset", "epoch_next_entry", "epoch_truncation_point", "find_consistent_point"))
-    if kind == "find_consistent_point":
-        return {"op": kind, "local": _entries(ch), "local_max": _offset(ch), "master": _entries(ch),
-                "master_max": _offset(ch)}
-    req: dict[str, Any] = {"op": kind, "name": ch.pick(("a", "b"))}
-    if kind == "epoch_append":
-        req.update(epoch=_epoch(ch, stored=True), start=_offset(ch, stored=True))
-    elif kind == "epoch_set_last_end":
-        req.update(end=_offset(ch))
-    elif kind in ("epoch_truncate_suffix_by_epoch", "epoch_get_entry", "epoch_next_entry"):
-        req.update(epoch=_epoch(ch))
-    elif kind in ("epoch_truncate_suffix_by_offset", "epoch_truncate_prefix_by_offset", "epoch_find_by_offset"):
-        req.update(offset=_offset(ch))
-    elif kind == "epoch_truncation_point":
-        req.update(local_max=_offset(ch), master=_entries(ch), master_max=_offset(ch))
-    return req
-
-
-def sequence(ch: Any, max_ops: int) -> list[dict]:
-    """A controller reset and two fresh epoch caches, then requests: a third of the sequences
-    drive the controller only, a third the epoch caches only, a third both (two to one), so
-    each side gets long runs of its own. The logical clock advances 0-2 ticks before each
-    controller request, against a heartbeat timeout of 1-4 ticks."""
-    out = [{"op": "ctl_reset", "unclean": ch.pick((False, True)), "heartbeat_timeout": ch.integer(1, 4)},
-           {"op": "epoch_new", "name": "a"}, {"op": "epoch_new", "name": "b"}]
-    share = ch.pick((3, 0, 2))  # of every three requests, how many go to the controller
-    now = 0
-    for _ in range(ch.integer(1, max_ops)):
-        if ch.integer(0, 2) < share:
-            now += ch.integer(0, 2)
-            out.append({**_controller_op(ch), "now": now})
-        else:
-            out.append(_epoch_op(ch))
-    return out
-
-
-PREAMBLE = 3  # the reset and the two epoch_new requests every sequence starts with
-
-
-def sequences(max_ops: int = 40) -> st.SearchStrategy[list[dict]]:
-    """The same sequences as Hypothesis draws (shrinkable)."""
-    return st.composite(lambda draw: sequence(DrawChooser(draw), max_ops))()
 
 
 # --- binding and comparing --------------------------------------------------------------------
@@ -199,21 +60,21 @@ def bind(req: dict, model: ModelSide) -> dict:
     if "sss" in out:
         out["sss"] = sorted(set(out["sss"]))
     if "address" in out and isinstance(req.get("id"), str):
-        out["address"] = _address(out["id"])
+        out["address"] = address(out["id"])
     return out
 
 
 _NAMES = ("masterAddress", "brokerName", "clusterName")  # names and addresses: not modelled
+_STRUCTURED = ("ok", "remark", "header", "body", "events", "state", "live")
 
 
 def observed(answer: dict) -> dict[str, Any]:
     """The compared fields of an answer, flattened, with unset (null) header fields dropped."""
     if not answer.get("ok", False):
         return {"error": answer.get("error"), "exception": (answer.get("exception") or "").split(":")[0]}
-    out: dict[str, Any] = {}
-    for key in ("code", "result"):
-        if key in answer:
-            out[key] = answer[key]
+    # every plain field (code, result, and the HA answers' offsets, sets and flags), then the
+    # structured ones; a field one side lacks differs
+    out: dict[str, Any] = {k: v for k, v in answer.items() if k not in _STRUCTURED}
     for k, v in (answer.get("header") or {}).items():
         if v is not None and k not in _NAMES:
             out[f"header.{k}"] = v
@@ -261,16 +122,22 @@ class Divergence(NamedTuple):
         return self.steps[-1]
 
 
-def run_sequence(driver: Any, requests: Sequence[dict], stop_at_first: bool = True) -> list[Step]:
+def run_sequence(driver: Any, requests: Sequence[dict], stop_at_first: bool = True, ha_driver: Any = None) -> list[Step]:
     """Run one sequence on both sides; the steps up to and including the first divergence (or
     all of them)."""
-    return run_many(driver, [requests], stop_at_first)[0]
+    return run_many(driver, [requests], stop_at_first, ha_driver)[0]
 
 
-def run_many(driver: Any, sequences: Sequence[Sequence[dict]], stop_at_first: bool = True) -> list[list[Step]]:
+def is_ha(req: dict) -> bool:
+    return req["op"].startswith("ha_")
+
+
+def run_many(driver: Any, sequences: Sequence[Sequence[dict]], stop_at_first: bool = True,
+             ha_driver: Any = None) -> list[list[Step]]:
     """Run sequences on both sides: the model first, binding each request's symbolic arguments
-    from its state, then every bound request through the JVM in one round trip (each sequence
-    starts with a reset, so they can share the batch)."""
+    from its state, then every bound request through the JVMs in one round trip each (each
+    sequence starts with a reset, so they can share the batch; HA requests carry their state
+    and go to the HA driver)."""
     bound, mine = [], []
     for requests in sequences:
         model = ModelSide()
@@ -281,12 +148,13 @@ def run_many(driver: Any, sequences: Sequence[Sequence[dict]], stop_at_first: bo
                 mine.append(model.answer(b))
             except ValueError as exc:  # the model refuses an input the Java accepts
                 mine.append({"ok": False, "exception": f"ValueError: {exc}"})
-    java = iter(driver.run(bound))
+    core, ha = run_both(driver, [b for b in bound if not is_ha(b)], ha_driver, [b for b in bound if is_ha(b)])
+    core_answers, ha_answers = iter(core), iter(ha)
     out, k = [], 0
     for requests in sequences:
         steps: list[Step] = []
         for b, m in zip(bound[k:k + len(requests)], mine[k:k + len(requests)]):
-            j = next(java)
+            j = next(ha_answers if is_ha(b) else core_answers)
             if steps and steps[-1].diffs and stop_at_first:
                 continue
             steps.append(Step(b, j, m, differences(j, m)))
@@ -306,13 +174,13 @@ def _diverged_on(steps: list[Step]) -> frozenset[str]:
     return frozenset(k for k, _, _ in steps[-1].diffs) if steps and steps[-1].diffs else frozenset()
 
 
-def shrink(driver: Any, requests: Sequence[dict]) -> list[dict]:
+def shrink(driver: Any, requests: Sequence[dict], ha_driver: Any = None) -> list[dict]:
     """Delta debugging over the requests after the preamble, keeping a divergence in the same
     fields; ends 1-minimal."""
-    head, target = list(requests[:PREAMBLE]), _diverged_on(run_sequence(driver, requests))
+    head, target = list(requests[:PREAMBLE]), _diverged_on(run_sequence(driver, requests, ha_driver=ha_driver))
 
     def still(tail: list[dict]) -> list[dict] | None:
-        steps = run_sequence(driver, head + tail)
+        steps = run_sequence(driver, head + tail, ha_driver=ha_driver)
         return tail[: len(steps) - PREAMBLE] if _diverged_on(steps) == target else None
 
     return head + ddmin(list(requests[PREAMBLE:]), still)
@@ -322,23 +190,26 @@ BATCH = 25  # sequences per JVM round trip
 
 
 def conform(driver: Any, seed: int, budget: float, max_ops: int = 40, max_sequences: int | None = None,
-            progress: Callable[[int, int, float], None] | None = None, generator: str = "random") -> Tally:
+            progress: Callable[[int, int, float], None] | None = None, generator: str = "random",
+            ha_driver: Any = None) -> Tally:
     """Generate sequences until one diverges (then shrink it) or the budget (or max_sequences)
     is spent. Sequence i of seed S is drawn from `Random(f"{S}:{i}")`, so it can be re-made
     alone; with generator="hypothesis" Hypothesis draws them and shrinks the divergence."""
     if generator == "hypothesis":
-        return _conform_hypothesis(driver, seed, budget, max_ops, max_sequences)
+        return _conform_hypothesis(driver, seed, budget, max_ops, max_sequences, ha_driver)
     start, made, ops = time.perf_counter(), 0, 0
     last_report = start
     while time.perf_counter() - start < budget and (max_sequences is None or made < max_sequences):
         n = BATCH if max_sequences is None else min(BATCH, max_sequences - made)
-        seqs = [sequence(RandomChooser(Random(f"{seed}:{made + i}")), max_ops) for i in range(n)]
-        for requests, steps in zip(seqs, run_many(driver, seqs)):
+        ha = ha_driver is not None
+        seqs = [sequence(RandomChooser(Random(f"{seed}:{made + i}")), max_ops, ha) for i in range(n)]
+        for requests, steps in zip(seqs, run_many(driver, seqs, ha_driver=ha_driver)):
             made += 1
             ops += len(steps)
             if steps[-1].diffs:
-                shrunk = shrink(driver, requests)
-                return Tally(made, ops, time.perf_counter() - start, Divergence(run_sequence(driver, shrunk)))
+                shrunk = shrink(driver, requests, ha_driver)
+                return Tally(made, ops, time.perf_counter() - start,
+                             Divergence(run_sequence(driver, shrunk, ha_driver=ha_driver)))
         if progress and time.perf_counter() - last_report > 5:
             last_report = time.perf_counter()
             progress(made, ops, last_report - start)
@@ -349,7 +220,8 @@ class _Spent(Exception):
     pass
 
 
-def _conform_hypothesis(driver: Any, seed: int, budget: float, max_ops: int, max_sequences: int | None) -> Tally:
+def _conform_hypothesis(driver: Any, seed: int, budget: float, max_ops: int, max_sequences: int | None,
+                        ha_driver: Any) -> Tally:
     start = time.perf_counter()
     count = {"sequences": 0, "ops": 0}
     found: list[bool] = []
@@ -357,7 +229,7 @@ def _conform_hypothesis(driver: Any, seed: int, budget: float, max_ops: int, max
     def diverges(requests: list[dict]) -> bool:
         if not found and (time.perf_counter() - start > budget or count["sequences"] == max_sequences):
             raise _Spent
-        steps = run_sequence(driver, requests)
+        steps = run_sequence(driver, requests, ha_driver=ha_driver)
         if not found:
             count["sequences"] += 1
             count["ops"] += len(steps)
@@ -368,11 +240,11 @@ def _conform_hypothesis(driver: Any, seed: int, budget: float, max_ops: int, max
     conf = settings(max_examples=10**9, deadline=None, database=None, suppress_health_check=list(HealthCheck),
                     phases=[Phase.generate, Phase.shrink])
     try:
-        shrunk = find(sequences(max_ops), diverges, settings=conf, random=Random(seed))
+        shrunk = find(sequences(max_ops, ha_driver is not None), diverges, settings=conf, random=Random(seed))
     except (_Spent, NoSuchExample):
         return Tally(count["sequences"], count["ops"], time.perf_counter() - start, None)
     return Tally(count["sequences"], count["ops"], time.perf_counter() - start,
-                 Divergence(run_sequence(driver, shrunk)))
+                 Divergence(run_sequence(driver, shrunk, ha_driver=ha_driver)))
 
 
 # --- scenario files ---------------------------------------------------------------------------

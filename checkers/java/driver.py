@@ -129,3 +129,28 @@ class JavaDriver:
         self._kill()
         self._stderr.close()
         self.proc = None
+
+
+def run_both(core: JavaDriver, core_requests: Sequence[dict], ha: JavaDriver | None,
+             ha_requests: Sequence[dict]) -> tuple[list[dict], list[dict]]:
+    """Each driver's batch, the two JVMs working at once (the HA driver's only if it has one)."""
+    got: dict[str, Any] = {}
+
+    def run_ha() -> None:
+        try:
+            got["ha"] = ha.run(ha_requests)
+        except BaseException as exc:  # re-raised below, in the caller's thread
+            got["error"] = exc
+
+    if ha_requests and ha is None:
+        raise DriverError(f"{len(ha_requests)} requests need the HA driver, which is not running "
+                          f"(the first: {json.dumps(ha_requests[0])[:200]})")
+    worker = threading.Thread(target=run_ha) if ha_requests else None
+    if worker:
+        worker.start()
+    core_answers = core.run(core_requests) if core_requests else []
+    if worker:
+        worker.join()
+    if "error" in got:
+        raise got["error"]
+    return core_answers, got.get("ha", [])

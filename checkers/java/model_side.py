@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 from rmqcheck.model import controller as ctl
 from rmqcheck.model import epochfile as ef
 
+from . import ha_side
+
 MAX_ID = 4  # broker ids 1..MAX_ID heartbeat; the model's heartbeat table is indexed by id
 
 
@@ -156,6 +158,8 @@ class ModelSide:
     def answer(self, req: dict) -> dict:
         if req["op"] == "ping":
             return {"ok": True}
+        if req["op"].startswith("ha_"):  # HA requests carry their state
+            return ha_side.answer_request(req)
         if req["op"].startswith("epoch_") or req["op"] == "find_consistent_point":
             return self.epoch_answer(req)
         return self.controller_answer(req)

@@ -20,6 +20,7 @@ from rmqcheck.model import configs
 from rmqcheck.traces.recorder import Corpus, simulate
 
 from .common import (
+    Drivers,
     UsageError,
     add_source_argument,
     budget_seconds,
@@ -27,7 +28,6 @@ from .common import (
     positive,
     print_validation,
     run_validation,
-    start_driver,
     stateful_progress,
 )
 
@@ -117,19 +117,19 @@ def _check_conformance(args, out_dir: Path) -> bool:
     if args.conform_budget <= 0:
         return False
     try:
-        driver = start_driver(args.rocketmq_src)
+        drivers = Drivers(args.rocketmq_src)
     except UsageError as exc:
         out.print(f"[yellow]conformance skipped: {exc}[/]")
         return False
     try:
-        with driver:
-            tally = conform.conform(driver, args.seed, args.conform_budget)
+        with drivers:
+            tally = conform.conform(drivers.core, args.seed, args.conform_budget, ha_driver=drivers.ha)
     except DriverError as exc:
         out.print(f"[bold red]conformance failed: {exc}[/]")
         return True
     rate = tally.operations / max(tally.seconds, 1e-9)
-    line = (f"conformance with RocketMQ's classes: {tally.sequences:,} sequences, {tally.operations:,} requests "
-            f"compared in {tally.seconds:.1f}s ({rate:,.0f}/s)")
+    line = (f"conformance with RocketMQ's classes ({drivers.loaded()}): {tally.sequences:,} sequences, "
+            f"{tally.operations:,} requests compared in {tally.seconds:.1f}s ({rate:,.0f}/s)")
     if tally.divergence is None:
         out.print(f"{line}: [green]agreed on every request[/]")
         return False

@@ -144,14 +144,43 @@ def add_source_argument(p: argparse.ArgumentParser) -> None:
                         "../shared/rocketmq/)")
 
 
-def start_driver(src: str | None):
-    """Compile (or reuse) the classes of the tree and start the driver; bad trees are usage errors."""
-    from rmqcheck.checkers.java import build
-    from rmqcheck.checkers.java.driver import JavaDriver
+class Drivers:
+    """The core driver (controller and epoch cache) and, when its build works, the HA driver
+    (the broker's HA service; `ha` None and `ha_missing` saying why when it does not)."""
 
-    try:
-        tree = build.locate(src)
-        classpath = build.build(tree)
-    except build.BuildError as exc:
-        raise UsageError(str(exc)) from None
-    return JavaDriver(classpath)
+    def __init__(self, src: str | None, ha: bool = True) -> None:
+        from rmqcheck.checkers.java import build
+        from rmqcheck.checkers.java.driver import JavaDriver
+
+        try:
+            tree = build.locate(src)
+            core = build.build(tree)
+        except build.BuildError as exc:
+            raise UsageError(str(exc)) from None
+        self.core = JavaDriver(core)
+        self.ha = None
+        self.ha_missing = "not asked for"
+        if ha:
+            try:
+                self.ha = JavaDriver(build.build(tree, target=build.HA))
+                self.ha_missing = ""
+            except build.BuildError as exc:
+                self.ha_missing = str(exc)
+
+    def __enter__(self) -> "Drivers":
+        self.core.start()
+        if self.ha is not None:
+            self.ha.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.core.close()
+        if self.ha is not None:
+            self.ha.close()
+
+    def loaded(self) -> str:
+        """One line: which of RocketMQ's classes run."""
+        core = "the controller and the epoch cache"
+        if self.ha is not None:
+            return f"{core} and the broker's HA service"
+        return f"{core} (the HA service not loaded: {self.ha_missing})"

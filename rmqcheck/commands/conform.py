@@ -17,7 +17,7 @@ from rmqcheck.model.config import Config
 from rmqcheck.traces.files import part_name, write_part
 from rmqcheck.traces.recorder import Corpus, random_step, run_id, run_records
 
-from .common import UsageError, add_source_argument, budget_seconds, err, out, positive, start_driver
+from .common import Drivers, UsageError, add_source_argument, budget_seconds, err, out, positive
 
 NAME = "conform"
 HELP = "compare the model with RocketMQ's own classes, compiled from a source tree"
@@ -41,22 +41,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    with start_driver(args.rocketmq_src) as driver:
+    with Drivers(args.rocketmq_src) as drivers:
+        out.print(f"RocketMQ's classes loaded: {drivers.loaded()}")
         try:
-            return _record(args, driver) if args.record else _compare(args, driver)
+            return _record(args, drivers) if args.record else _compare(args, drivers)
         except DriverError as exc:
             raise UsageError(f"the Java driver failed: {exc}") from None
 
 
-def _compare(args, driver) -> int:
+def _compare(args, drivers: Drivers) -> int:
     out.print(f"conformance: RocketMQ's classes against the model, seed {args.seed}, budget {args.budget:g}s, "
               f"up to {args.ops} requests a sequence")
 
     def progress(sequences: int, ops: int, seconds: float) -> None:
         err.print(f"[dim]  {sequences:,} sequences, {ops:,} requests compared, {ops / max(seconds, 1e-9):,.0f}/s[/dim]")
 
-    tally = conform.conform(driver, args.seed, args.budget, args.ops, args.sequences,
-                            progress if err.is_terminal else None)
+    tally = conform.conform(drivers.core, args.seed, args.budget, args.ops, args.sequences,
+                            progress if err.is_terminal else None, ha_driver=drivers.ha)
     rate = tally.operations / max(tally.seconds, 1e-9)
     out.print(f"{tally.sequences:,} sequences, {tally.operations:,} requests compared in {tally.seconds:.1f}s "
               f"({rate:,.0f}/s); not compared (the model has none): {', '.join(conform.NOT_COMPARED)}")
@@ -100,16 +101,18 @@ class _Recording:
         self.transitions = self.calls = 0
         self.difference: str | None = None
 
-    def runs(self, driver, corpus: Corpus, first: int, count: int) -> Iterator[dict[str, Any]]:
+    def runs(self, drivers: Drivers, corpus: Corpus, first: int, count: int) -> Iterator[dict[str, Any]]:
         for i in range(first, first + count):
             name, cfg = corpus.config(i)
             # the loaded rules run in the snapshot's form, so every call is comparable
             cfg = cfg._replace(bugs=cfg.bugs | lockstep.SNAPSHOT_FORM)
-            yield from self.run(driver, cfg, run_id(corpus.seed, i), f"broker-{name}", Random(f"{corpus.seed}:{i}"),
+            yield from self.run(drivers, cfg, run_id(corpus.seed, i), f"broker-{name}", Random(f"{corpus.seed}:{i}"),
                                 corpus.steps)
 
-    def run(self, driver, cfg: Config, run: str, group: str, rng: Random, steps: int) -> Iterator[dict[str, Any]]:
-        ls = lockstep.lockstep(driver, cfg, choose=lambda s: random_step(s, cfg, rng)[0], steps=steps)
+    def run(self, drivers: Drivers, cfg: Config, run: str, group: str, rng: Random,
+            steps: int) -> Iterator[dict[str, Any]]:
+        ls = lockstep.lockstep(drivers.core, cfg, choose=lambda s: random_step(s, cfg, rng)[0], steps=steps,
+                               ha_driver=drivers.ha)
         self.transitions += steps
         self.calls += ls.compared
         diff = ls.first_difference or ls.first_form_change
@@ -121,7 +124,7 @@ class _Recording:
         yield from run_records(cfg, run, group, ls.states[0], transitions)
 
 
-def _record(args, driver) -> int:
+def _record(args, drivers: Drivers) -> int:
     corpus = Corpus(seed=args.seed, runs=args.runs, steps=args.steps, fmt=args.format,
                     runs_per_file=args.runs_per_file)
     target = Path(args.record)
@@ -130,7 +133,7 @@ def _record(args, driver) -> int:
     for part in range(-(-corpus.runs // corpus.runs_per_file)):
         first = part * corpus.runs_per_file
         count = min(corpus.runs_per_file, corpus.runs - first)
-        events += write_part(target / part_name(part, corpus.fmt), rec.runs(driver, corpus, first, count), corpus.fmt)
+        events += write_part(target / part_name(part, corpus.fmt), rec.runs(drivers, corpus, first, count), corpus.fmt)
         if err.is_terminal:
             err.print(f"[dim]  {first + count:,} runs, {rec.calls:,} calls compared[/dim]")
     seconds = time.perf_counter() - start

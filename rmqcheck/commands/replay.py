@@ -16,7 +16,7 @@ from rmqcheck.invariants.liveness import LIVENESS_BY_ID
 from rmqcheck.model.bugs import SNAPSHOT
 from rmqcheck.model.step import format_action
 
-from .common import add_source_argument, out, start_driver
+from .common import Drivers, add_source_argument, out
 
 NAME = "replay"
 HELP = "re-run a counterexample or scenario file deterministically"
@@ -165,8 +165,8 @@ def _replay_conform(args) -> int:
         requests = conform.read_scenario(args.file)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise CounterexampleError(str(exc)) from None
-    with start_driver(args.rocketmq_src) as driver:
-        steps = conform.run_sequence(driver, requests, stop_at_first=False)
+    with Drivers(args.rocketmq_src, ha=any(conform.is_ha(r) for r in requests)) as drivers:
+        steps = conform.run_sequence(drivers.core, requests, stop_at_first=False, ha_driver=drivers.ha)
     table = Table(title=f"replay {args.file}: RocketMQ's classes | the model")
     for col in ("#", "request", "java", "model", "verdict"):
         table.add_column(col, overflow="fold")
@@ -189,9 +189,11 @@ def _replay_java(args, cx: Counterexample, start) -> int:
     model's snapshot rules; 1 if the code answered differently."""
     from rmqcheck.checkers.java import lockstep
 
-    with start_driver(args.rocketmq_src) as driver:
+    with Drivers(args.rocketmq_src) as drivers:
+        out.print(f"--java: RocketMQ's classes loaded: {drivers.loaded()}")
         try:
-            ls = lockstep.lockstep(driver, cx.config, cx.actions, start if cx.start else None)
+            ls = lockstep.lockstep(drivers.core, cx.config, cx.actions, start if cx.start else None,
+                                   ha_driver=drivers.ha)
         except lockstep.LockstepError as exc:
             out.print(f"--java: {exc}")
             return 0

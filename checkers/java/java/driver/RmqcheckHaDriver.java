@@ -81,6 +81,7 @@ public final class RmqcheckHaDriver {
     private final Field slaveId = field(AutoSwitchHAConnection.class, "slaveId");
     private final Field slaveAck = field(AutoSwitchHAConnection.class, "slaveAckOffset");
     private final Field reportedOffset = field(AutoSwitchHAClient.class, "currentReportedOffset");
+    private final Field confirmOffset = field(CommitLog.class, "confirmOffset");
     private final Field clientChannel = field(AutoSwitchHAClient.class, "socketChannel");
     private final Method doTruncate = method(AutoSwitchHAClient.class, "doTruncate", List.class, long.class);
 
@@ -294,7 +295,7 @@ public final class RmqcheckHaDriver {
         m.put("sss", new TreeSet<>((Set<Long>) syncStateSet.get(service)));
         m.put("remote", new TreeSet<>((Set<Long>) remoteSyncStateSet.get(service)));
         m.put("synchronizing", service.isSynchronizingSyncStateSet());
-        m.put("confirm", store.getCommitLog().getConfirmOffsetDirectly());
+        m.put("confirm", confirmOffset.get(store.getCommitLog())); // the stored value
         return m;
     }
 

@@ -1,0 +1,208 @@
+"""The vocabulary of conformance requests, drawn through a `Chooser`: seeded `random.Random` for
+throughput (the default of `rmqcheck conform`, shrunk by delta debugging), or Hypothesis draws
+(shrunk by Hypothesis; the property tests and `generator="hypothesis"`). Both give the same
+distribution.
+
+A sequence drives the controller (broker-id applications and races, registrations, heartbeats,
+elections designated or not, AlterSyncStateSet with current and stale epochs, expiry, clean-up,
+snapshot and restore), the epoch caches (append, suffix and prefix truncation, last end, reload,
+file loss, lookups, the truncation point) or the HA service (a broker's whole state and one
+call), including edge values (Long.MAX_VALUE, 2^31, equal and negative values the Java accepts).
+Symbolic arguments (`$master`, `$master_epoch`, `$sss_epoch`, `$master_epoch-1`, ...) are bound
+from the model's state just before the request is sent (`conform.bind`).
+"""
+
+from __future__ import annotations
+
+from random import Random
+from typing import Any, Callable, Sequence
+
+from hypothesis import strategies as st
+
+from .model_side import MAX_ID
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+EDGE_OFFSETS = (INT_MAX, INT_MAX + 1, 2**32, LONG_MAX - 1, LONG_MAX, -1)
+EDGE_EPOCHS = (INT_MAX, -1)
+
+
+class RandomChooser:
+    def __init__(self, rng: Random) -> None:
+        self.rng = rng
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.rng.randint(lo, hi)
+
+    def pick(self, options: Sequence) -> Any:
+        return options[self.rng.randrange(len(options))]
+
+
+class DrawChooser:
+    def __init__(self, draw: Callable) -> None:
+        self.draw = draw
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def pick(self, options: Sequence) -> Any:
+        return self.draw(st.sampled_from(options))
+
+
+def address(i: Any) -> str:
+    return f"10.0.0.{i}:10911"
+
+
+def _offset(ch: Any, stored: bool = False) -> int:
+    """An offset; `stored` ones (written to the checkpoint file) are never negative: the file's
+    "epoch-start" lines cannot hold a minus sign (see docs/conformance.md), and RocketMQ never
+    writes one (offsets start at 0, epochs at 1)."""
+    edges = EDGE_OFFSETS[:-1] if stored else EDGE_OFFSETS
+    return ch.pick(edges) if ch.integer(0, 4) == 0 else ch.integer(0, 12)
+
+
+def _epoch(ch: Any, stored: bool = False) -> int:
+    edges = EDGE_EPOCHS[:-1] if stored else EDGE_EPOCHS
+    return ch.pick(edges) if ch.integer(0, 9) == 0 else ch.integer(0, 6)
+
+
+def _entries(ch: Any) -> list[list[int]]:
+    """Strictly increasing (epoch, start) pairs."""
+    out, e, s = [], 0, -1
+    for _ in range(ch.integer(0, 4)):
+        e, s = e + ch.integer(1, 3), s + ch.integer(1, 3)
+        out.append([e, s])
+    return out
+
+
+def _controller_op(ch: Any) -> dict:
+    # heartbeats, elections and AlterSyncStateSet weigh most: they make the states in which
+    # the election order and the fences matter
+    kind = ch.pick(("apply_broker_id", "apply_broker_id", "get_next_broker_id", "register_broker", "heartbeat",
+                    "heartbeat", "heartbeat", "heartbeat", "elect", "elect", "alter_sss", "alter_sss",
+                    "expire", "get_replica_info", "get_sync_state_data", "clean", "scan", "snapshot_restore"))
+    i = ch.integer(1, MAX_ID)
+    if kind == "apply_broker_id":
+        i = ch.pick((i, "$next_id"))
+        return {"op": kind, "id": i, "address": address(i), "check_code": ch.pick(("c1", "c2"))}
+    if kind == "register_broker":
+        return {"op": kind, "id": i, "address": address(i)}
+    if kind == "expire":
+        return {"op": kind, "id": i}
+    if kind == "heartbeat":
+        return {"op": kind, "id": i, "address": address(i), "epoch": _epoch(ch), "max_offset": _offset(ch),
+                "confirm_offset": _offset(ch), "priority": ch.pick((INT_MAX, 0, 1, 2))}
+    if kind == "elect":
+        return {"op": kind, "id": ch.pick((None, i)), "designate": ch.pick((False, True))}
+    if kind == "clean":
+        ids = sorted({ch.integer(1, MAX_ID) for _ in range(ch.integer(0, 2))})
+        return {"op": kind, "ids": ";".join(map(str, ids)), "living": ch.pick((False, True))}
+    if kind == "alter_sss":
+        members = ["$master"] + [ch.integer(1, MAX_ID) for _ in range(ch.integer(0, 3))]
+        return {"op": kind, "master": ch.pick(("$master", "$master", i)),
+                "master_epoch": ch.pick(("$master_epoch", "$master_epoch", "$master_epoch-1")), "sss": members,
+                "sss_epoch": ch.pick(("$sss_epoch", "$sss_epoch", "$sss_epoch-1", "$sss_epoch+1"))}
+    return {"op": kind}
+
+
+def _epoch_op(ch: Any) -> dict:
+    kind = ch.pick(("epoch_new", "epoch_append", "epoch_append", "epoch_append", "epoch_set_last_end",
+                    "epoch_truncate_suffix_by_epoch", "epoch_truncate_suffix_by_offset",
+                    "epoch_truncate_prefix_by_offset", "epoch_reload", "epoch_lose_file", "epoch_get_entry",
+                    "epoch_find_by_offset", "epoch_next_entry", "epoch_truncation_point", "find_consistent_point"))
+    if kind == "find_consistent_point":
+        return {"op": kind, "local": _entries(ch), "local_max": _offset(ch), "master": _entries(ch),
+                "master_max": _offset(ch)}
+    req: dict[str, Any] = {"op": kind, "name": ch.pick(("a", "b"))}
+    if kind == "epoch_append":
+        req.update(epoch=_epoch(ch, stored=True), start=_offset(ch, stored=True))
+    elif kind == "epoch_set_last_end":
+        req.update(end=_offset(ch))
+    elif kind in ("epoch_truncate_suffix_by_epoch", "epoch_get_entry", "epoch_next_entry"):
+        req.update(epoch=_epoch(ch))
+    elif kind in ("epoch_truncate_suffix_by_offset", "epoch_truncate_prefix_by_offset", "epoch_find_by_offset"):
+        req.update(offset=_offset(ch))
+    elif kind == "epoch_truncation_point":
+        req.update(local_max=_offset(ch), master=_entries(ch), master_max=_offset(ch))
+    return req
+
+
+def _subset(ch: Any, ids: Sequence[int]) -> list[int]:
+    return [i for i in ids if ch.integer(0, 1)]
+
+
+def _ha_op(ch: Any) -> dict:
+    """One HA-service request: a broker's whole state (a log of small whole messages, maybe with a
+    torn head; SyncStateSets, connections and acks, confirmOffset, epochs, caught-up times) and a
+    call. Acks and confirmOffsets range over -1 (none yet), the log and a little beyond it."""
+    me = ch.integer(1, 3)
+    sizes = [ch.integer(1, 3) for _ in range(ch.integer(0, 4))]
+    head = ch.pick((0, 0, 0, 1, 2))  # bytes of a message that began before the log's first byte
+    starts, size = [], head
+    for n in sizes:
+        starts.append(size)
+        size += n
+
+    def offset() -> int:
+        return ch.pick((-1, LONG_MAX)) if ch.integer(0, 9) == 0 else ch.integer(0, size + 1)
+
+    entries = _entries(ch)
+    others = [i for i in (1, 2, 3) if i != me]
+    req = {
+        "id": me, "role": ch.pick(("MASTER", "MASTER", "SLAVE", "NONE")), "fenced": ch.integer(0, 3) == 0,
+        "all_ack": ch.pick((True, True, False)), "not_catchup": ch.integer(1, 3), "max": size,
+        "message_starts": starts, "confirm": offset(),
+        "sss": sorted(set(_subset(ch, others)) | ({me} if ch.integer(0, 3) else set())),
+        "remote": sorted(_subset(ch, (1, 2, 3))), "synchronizing": ch.integer(0, 1) == 1,
+        # every other broker connected, two times in three: a missing member makes computeConfirmOffset
+        # return the stored value at once
+        "conns": [[s, offset()] for s in (others if ch.integer(0, 2) else _subset(ch, others))],
+        "now": ch.integer(0, 6),
+        "caught_up": [[s, ch.integer(-3, 6)] for s in _subset(ch, others)],
+        "epochs": entries, "last_end": ch.pick((LONG_MAX, LONG_MAX, entries[-1][1] if entries else LONG_MAX)),
+    }
+    kind = ch.pick(("ha_confirm", "ha_ack", "ha_expand", "ha_shrink", "ha_set_sss", "ha_truncate"))
+    req = {"op": kind, **req}
+    if kind in ("ha_ack", "ha_expand"):  # the slave that acks is connected
+        req["slave"] = ch.pick(others)
+        if all(s != req["slave"] for s, _ in req["conns"]):
+            req["conns"] = sorted(req["conns"] + [[req["slave"], offset()]])
+    if kind == "ha_expand":
+        req["offset"] = offset()
+    if kind == "ha_set_sss":
+        req["new_sss"] = sorted({me} | set(_subset(ch, others)))
+    if kind == "ha_truncate":
+        req.update(reported=size, master=_entries(ch), master_max=ch.integer(0, size + 3))
+    return req
+
+
+def sequence(ch: Any, max_ops: int, ha: bool = False) -> list[dict]:
+    """A controller reset and two fresh epoch caches, then requests: a third of the sequences
+    drive the controller only, a third the epoch caches only, a third both (two to one), so
+    each side gets long runs of its own; with `ha`, a quarter instead send HA-service requests,
+    each carrying its own state. The logical clock advances 0-2 ticks before each controller
+    request, against a heartbeat timeout of 1-4 ticks."""
+    out = [{"op": "ctl_reset", "unclean": ch.pick((False, True)), "heartbeat_timeout": ch.integer(1, 4)},
+           {"op": "epoch_new", "name": "a"}, {"op": "epoch_new", "name": "b"}]
+    share = ch.pick((3, 0, 2, -1) if ha else (3, 0, 2))  # of every three requests, how many go to the controller
+    now = 0
+    for _ in range(ch.integer(1, max_ops)):
+        if share < 0:
+            out.append(_ha_op(ch))
+        elif ch.integer(0, 2) < share:
+            now += ch.integer(0, 2)
+            out.append({**_controller_op(ch), "now": now})
+        else:
+            out.append(_epoch_op(ch))
+    return out
+
+
+PREAMBLE = 3  # the reset and the two epoch_new requests every sequence starts with
+
+
+def sequences(max_ops: int = 40, ha: bool = False) -> st.SearchStrategy[list[dict]]:
+    """The same sequences as Hypothesis draws (shrinkable)."""
+    return st.composite(lambda draw: sequence(DrawChooser(draw), max_ops, ha))()
+
+
