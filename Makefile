@@ -21,7 +21,8 @@ java:
 
 # Conformance (rmqcheck conform) compiles RocketMQ's own classes: a JDK and Debian's jars
 # (checkers/java/build.py lists which jar each package gives).
-# The HA service's classes (the store) need more: libjna-java ... libmockito-java.
+# The broker's HA service (the store's classes) needs the last five packages (Mockito stands in
+# for the running store).
 JDK_PACKAGES := openjdk-17-jdk-headless libcommons-lang3-java libguava-java libnetty-java \
                 libcommons-validator-java libhessian-java libcommons-collections3-java \
                 libjna-java liblz4-java libzstd-jni-java libconversant-disruptor-java libmockito-java
@@ -60,10 +61,11 @@ test: $(STAMP) java jdk chromium
 hunt: $(STAMP)
 	$(BIN)/python -m pytest -m slow -q
 
-bench: $(STAMP)
+bench: $(STAMP) java jdk
 	$(BIN)/python bench/stateful.py
 	$(BIN)/python bench/prove.py
 	$(BIN)/python bench/explore.py
+	$(BIN)/python bench/conform.py
 
 # Trace validation at scale: 10^7 recorded events (cached under build/), local engine vs Spark.
 bench-spark: $(STAMP) java

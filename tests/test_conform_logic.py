@@ -73,6 +73,18 @@ def test_a_mutated_rule_is_caught_and_shrunk(monkeypatch, tmp_path):
     assert conform.read_scenario(path) == [s.request for s in div.steps]
 
 
+def test_hypothesis_draws_find_and_shrink_the_mutated_rule_too(monkeypatch):
+    class MutantDriver(ModelDriver):
+        def run(self, requests):
+            with monkeypatch.context() as m:
+                m.setattr(ctl, "alter_sync_state_set", _skip_sss_epoch_check)
+                return super().run(requests)
+
+    tally = conform.conform(MutantDriver(), seed=0, budget=120, generator="hypothesis")
+    assert tally.divergence is not None and tally.divergence.last.request["op"] == "alter_sss"
+    assert len(tally.divergence.steps) <= conform.PREAMBLE + 6
+
+
 @pytest.mark.parametrize("text, message", [
     ("conform\n", "no request"),
     ("conform\nheartbeat id=1 epoch\n", ":2: expected key=value"),

@@ -81,6 +81,8 @@ def test_bad_requests_get_an_error_naming_the_problem(driver):
 def test_conform_command_agrees(tmp_path, capsys):
     assert main(["conform", "--sequences", "50", "--seed", "3", "--out", str(tmp_path)]) == 0
     assert "agreed on every request" in capsys.readouterr().out
+    assert main(["conform", "--sequences", "30", "--generator", "hypothesis", "--out", str(tmp_path)]) == 0
+    assert "agreed on every request" in capsys.readouterr().out
 
 
 # --- failing clearly ----------------------------------------------------------------------------
@@ -91,6 +93,20 @@ def test_no_javac_is_one_clear_error(monkeypatch, capsys):
     assert main(["conform", "--sequences", "1"]) == 2
     err = capsys.readouterr().err
     assert "no javac" in err and "openjdk-17-jdk-headless" in err and "Traceback" not in err
+
+
+def test_the_tree_comes_from_the_option_then_the_environment_then_the_shared_folder(monkeypatch, tmp_path, capsys):
+    tarball = build.locate(None)
+    (tmp_path / "from-env").write_bytes(b"")
+    monkeypatch.setenv("RMQCHECK_ROCKETMQ_SRC", str(tmp_path / "from-env"))
+    assert build.locate(str(tarball)) == tarball
+    assert build.locate(None) == tmp_path / "from-env"
+    monkeypatch.delenv("RMQCHECK_ROCKETMQ_SRC")
+    assert build.locate(None) == tarball
+    monkeypatch.setattr(build, "shared_tree", lambda: None)
+    assert main(["conform", "--sequences", "1"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "pass --rocketmq-src PATH" in err and "RMQCHECK_ROCKETMQ_SRC" in err
 
 
 def test_a_path_that_does_not_exist(tmp_path, capsys):

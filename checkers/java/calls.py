@@ -59,24 +59,29 @@ _HOMES = {CONTROLLER: (ctl,), EPOCH: (ef,), HA: (br, ha)}
 _MODULES = (ctl, ef, br, ha, step_module)  # every model module that may name a recorded function
 KIND = {name: kind for kind, names in LOADED.items() for name in names}
 
-# Where the rest of each action lives: code conformance does not load, so model-only.
-_HA = "AutoSwitchHAService / HAConnection / HAClient (store)"
-_RM = "ReplicasManager (broker)"
+# Where the rest of each action lives: code conformance does not load, so model-only. Each
+# entry: (the part, short, as summaries name it; the classes).
+_CONN = ("HA connection", "AutoSwitchHAConnection / AutoSwitchHAClient read and write services (store)")
+_RM = ("ReplicasManager", "ReplicasManager (broker)")
+_STORE = "store"
+_FAULT = ("fault", "an injected fault")
 MODEL_ONLY = {
-    "send": "CommitLog.asyncPutMessage (store)",
-    "consume": "PullMessageProcessor, DefaultMessageStore.getMessage",
-    "put_complete": "GroupTransferService (store)", "put_timeout": "GroupTransferService (store)",
-    "dispatch": "ReputMessageService (store)", "flush": "FlushRealTimeService (store)",
-    "ha_connect": _HA, "ha_transfer": _HA, "ha_slave_ack": _HA, "ha_read_ack": _HA, "ha_timeout": _HA,
-    "conn_reset": _HA,
+    "send": (_STORE, "CommitLog.asyncPutMessage (store)"),
+    "consume": ("broker", "PullMessageProcessor, DefaultMessageStore.getMessage"),
+    "put_complete": (_STORE, "GroupTransferService (store)"), "put_timeout": (_STORE, "GroupTransferService (store)"),
+    "dispatch": (_STORE, "ReputMessageService (store)"), "flush": (_STORE, "FlushRealTimeService (store)"),
+    "ha_connect": _CONN, "ha_transfer": _CONN, "ha_slave_ack": _CONN, "ha_read_ack": _CONN, "ha_timeout": _CONN,
+    "conn_reset": _CONN,
     "check_sss": _RM, "alter_sss": _RM, "alter_sss_fail": _RM, "sync_replica_info": _RM, "register": _RM,
-    "heartbeat": _RM, "finish_promotion": f"{_RM}, DefaultMessageStore recovery",
-    "sync_consumer_offsets": "SlaveSynchronize (broker)",
-    "controller_elect": "the controller's inactive-master scan (ControllerManager)",
-    "controller_apply": "the controller's Raft state machine", "controller_failover": "the controller's Raft",
-    "restart": "CommitLog recovery (store)", "crash": "a fault", "tick": "the clock", "partition": "a fault",
-    "heal": "the network", "hb_timeout": "a fault", "admin_elect": "mqadmin, ControllerManager",
-    "lose_epoch_file": "a fault", "consumer_restart": "the client",
+    "heartbeat": _RM, "finish_promotion": ("ReplicasManager", "ReplicasManager (broker), DefaultMessageStore recovery"),
+    "sync_consumer_offsets": ("broker", "SlaveSynchronize (broker)"),
+    "controller_elect": ("controller", "the controller's inactive-master scan (ControllerManager)"),
+    "controller_apply": ("controller", "the controller's Raft state machine"),
+    "controller_failover": ("controller", "the controller's Raft"),
+    "restart": (_STORE, "CommitLog recovery (store)"), "crash": _FAULT, "tick": ("clock", "the clock"),
+    "partition": _FAULT, "heal": ("network", "the network"), "hb_timeout": _FAULT,
+    "admin_elect": ("controller", "mqadmin, ControllerManager"), "lose_epoch_file": _FAULT,
+    "consumer_restart": ("client", "the client"),
 }
 
 

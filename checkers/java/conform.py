@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from random import Random
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
@@ -38,8 +39,13 @@ NOT_COMPARED = ("remark", "header.masterAddress", "header.brokerName", "header.c
 # --- binding and comparing --------------------------------------------------------------------
 
 
+_SYMBOLIC = ("alter_sss", "apply_broker_id")  # the requests that may hold `$` arguments
+
+
 def bind(req: dict, model: ModelSide) -> dict:
     """Replace `$name`, `$name-1`, `$name+1` by the model's current values."""
+    if req["op"] not in _SYMBOLIC:
+        return req
     s = model.controller.applied
     values = {"master": s.master if s.master is not None else 1, "master_epoch": s.master_epoch,
               "sss_epoch": s.sss_epoch, "next_id": s.next_id if s.exists else 1}
@@ -132,12 +138,23 @@ def is_ha(req: dict) -> bool:
     return req["op"].startswith("ha_")
 
 
-def run_many(driver: Any, sequences: Sequence[Sequence[dict]], stop_at_first: bool = True,
-             ha_driver: Any = None) -> list[list[Step]]:
-    """Run sequences on both sides: the model first, binding each request's symbolic arguments
-    from its state, then every bound request through the JVMs in one round trip each (each
-    sequence starts with a reset, so they can share the batch; HA requests carry their state
-    and go to the HA driver)."""
+class _Prepared(NamedTuple):
+    """Sequences with every request bound and answered by the model, ready for the JVMs."""
+
+    sequences: Sequence[Sequence[dict]]
+    bound: list[dict]
+    mine: list[dict]
+
+    def core(self) -> list[dict]:
+        return [b for b in self.bound if not is_ha(b)]
+
+    def ha(self) -> list[dict]:
+        return [b for b in self.bound if is_ha(b)]
+
+
+def prepare(sequences: Sequence[Sequence[dict]]) -> _Prepared:
+    """The model's side first: each request's symbolic arguments bound from the model's state,
+    then answered (each sequence starts with a reset, so they can share one batch)."""
     bound, mine = [], []
     for requests in sequences:
         model = ModelSide()
@@ -148,12 +165,16 @@ def run_many(driver: Any, sequences: Sequence[Sequence[dict]], stop_at_first: bo
                 mine.append(model.answer(b))
             except ValueError as exc:  # the model refuses an input the Java accepts
                 mine.append({"ok": False, "exception": f"ValueError: {exc}"})
-    core, ha = run_both(driver, [b for b in bound if not is_ha(b)], ha_driver, [b for b in bound if is_ha(b)])
+    return _Prepared(sequences, bound, mine)
+
+
+def compare(p: _Prepared, core: list[dict], ha: list[dict], stop_at_first: bool = True) -> list[list[Step]]:
+    """The steps of each sequence, up to its first divergence (or all of them)."""
     core_answers, ha_answers = iter(core), iter(ha)
     out, k = [], 0
-    for requests in sequences:
+    for requests in p.sequences:
         steps: list[Step] = []
-        for b, m in zip(bound[k:k + len(requests)], mine[k:k + len(requests)]):
+        for b, m in zip(p.bound[k:k + len(requests)], p.mine[k:k + len(requests)]):
             j = next(ha_answers if is_ha(b) else core_answers)
             if steps and steps[-1].diffs and stop_at_first:
                 continue
@@ -161,6 +182,14 @@ def run_many(driver: Any, sequences: Sequence[Sequence[dict]], stop_at_first: bo
         k += len(requests)
         out.append(steps)
     return out
+
+
+def run_many(driver: Any, sequences: Sequence[Sequence[dict]], stop_at_first: bool = True,
+             ha_driver: Any = None) -> list[list[Step]]:
+    """Run sequences on both sides: the model, then every bound request through the JVMs in one
+    round trip each (HA requests carry their state and go to the HA driver)."""
+    p = prepare(sequences)
+    return compare(p, *run_both(driver, p.core(), ha_driver, p.ha()), stop_at_first)
 
 
 class Tally(NamedTuple):
@@ -199,20 +228,32 @@ def conform(driver: Any, seed: int, budget: float, max_ops: int = 40, max_sequen
         return _conform_hypothesis(driver, seed, budget, max_ops, max_sequences, ha_driver)
     start, made, ops = time.perf_counter(), 0, 0
     last_report = start
-    while time.perf_counter() - start < budget and (max_sequences is None or made < max_sequences):
-        n = BATCH if max_sequences is None else min(BATCH, max_sequences - made)
-        ha = ha_driver is not None
-        seqs = [sequence(RandomChooser(Random(f"{seed}:{made + i}")), max_ops, ha) for i in range(n)]
-        for requests, steps in zip(seqs, run_many(driver, seqs, ha_driver=ha_driver)):
-            made += 1
-            ops += len(steps)
-            if steps[-1].diffs:
-                shrunk = shrink(driver, requests, ha_driver)
-                return Tally(made, ops, time.perf_counter() - start,
-                             Divergence(run_sequence(driver, shrunk, ha_driver=ha_driver)))
-        if progress and time.perf_counter() - last_report > 5:
-            last_report = time.perf_counter()
-            progress(made, ops, last_report - start)
+    ha = ha_driver is not None
+
+    def batch(first: int) -> _Prepared | None:
+        if time.perf_counter() - start >= budget or (max_sequences is not None and first >= max_sequences):
+            return None
+        n = BATCH if max_sequences is None else min(BATCH, max_sequences - first)
+        return prepare([sequence(RandomChooser(Random(f"{seed}:{first + i}")), max_ops, ha) for i in range(n)])
+
+    # The JVMs answer one batch while this thread prepares the next (the drivers wait on pipes,
+    # which releases the GIL).
+    with ThreadPoolExecutor(1) as jvm:
+        current = batch(0)
+        while current is not None:
+            answers = jvm.submit(run_both, driver, current.core(), ha_driver, current.ha())
+            following = batch(made + len(current.sequences))
+            for requests, steps in zip(current.sequences, compare(current, *answers.result())):
+                made += 1
+                ops += len(steps)
+                if steps[-1].diffs:
+                    shrunk = shrink(driver, requests, ha_driver)
+                    return Tally(made, ops, time.perf_counter() - start,
+                                 Divergence(run_sequence(driver, shrunk, ha_driver=ha_driver)))
+            current = following
+            if progress and time.perf_counter() - last_report > 5:
+                last_report = time.perf_counter()
+                progress(made, ops, last_report - start)
     return Tally(made, ops, time.perf_counter() - start, None)
 
 

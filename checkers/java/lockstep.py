@@ -61,7 +61,7 @@ class StepReport(NamedTuple):
 
     @property
     def model_only(self) -> str:
-        return "" if self.action is None else rec.MODEL_ONLY.get(self.action[0], "")
+        return "" if self.action is None else rec.MODEL_ONLY[self.action[0]][1]
 
     @property
     def verdict(self) -> str:
@@ -341,4 +341,22 @@ def java_views(ls: Lockstep) -> list[JavaView]:
                 controller = state
         if s.index:
             out.append(JavaView(controller, dict(last)))
+    return out
+
+
+def summary(ls: Lockstep) -> str:
+    """One line for a findings table: the steps whose calls the code confirmed, and the steps that
+    call no loaded class, by the part of RocketMQ they live in."""
+    steps = [s for s in ls.steps if s.index]
+    confirmed = [s.index for s in steps if s.verdict.startswith("confirmed")]
+    parts: dict[str, list[int]] = {}
+    for s in steps:
+        if not s.calls and not s.form:
+            parts.setdefault(rec.MODEL_ONLY[s.action[0]][0], []).append(s.index)
+    others = [s.index for s in steps if s.index not in confirmed and (s.calls or s.form)]
+    out = f"steps {_ranges(confirmed)} confirmed"
+    if others:
+        out += f"; {_ranges(others)} not ({'; '.join(s.verdict for s in steps if s.index in others)})"
+    if parts:
+        out += "; model-only: " + ", ".join(f"{_ranges(v)} ({k})" for k, v in sorted(parts.items(), key=lambda kv: kv[1][0]))
     return out

@@ -30,13 +30,13 @@ EDGE_EPOCHS = (INT_MAX, -1)
 
 class RandomChooser:
     def __init__(self, rng: Random) -> None:
-        self.rng = rng
+        self.random = rng.random  # uniform floats: a few times cheaper than randint
 
     def integer(self, lo: int, hi: int) -> int:
-        return self.rng.randint(lo, hi)
+        return lo + int(self.random() * (hi - lo + 1))
 
     def pick(self, options: Sequence) -> Any:
-        return options[self.rng.randrange(len(options))]
+        return options[int(self.random() * len(options))]
 
 
 class DrawChooser:

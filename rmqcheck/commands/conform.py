@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budget", type=budget_seconds, default=60.0, help="seconds of generation (default 60)")
     p.add_argument("--sequences", type=positive, help="stop after this many sequences (default: the budget decides)")
+    p.add_argument("--generator", choices=("random", "hypothesis"), default="random",
+                   help="seeded random sequences shrunk by delta debugging (default: the fastest), or Hypothesis "
+                        "draws shrunk by Hypothesis")
     p.add_argument("--out", default="counterexamples/conform", help="directory for the divergence's scenario file")
     rec = p.add_argument_group("recording (--record DIR)")
     rec.add_argument("--record", metavar="DIR",
@@ -57,7 +60,7 @@ def _compare(args, drivers: Drivers) -> int:
         err.print(f"[dim]  {sequences:,} sequences, {ops:,} requests compared, {ops / max(seconds, 1e-9):,.0f}/s[/dim]")
 
     tally = conform.conform(drivers.core, args.seed, args.budget, args.ops, args.sequences,
-                            progress if err.is_terminal else None, ha_driver=drivers.ha)
+                            progress if err.is_terminal else None, args.generator, ha_driver=drivers.ha)
     rate = tally.operations / max(tally.seconds, 1e-9)
     out.print(f"{tally.sequences:,} sequences, {tally.operations:,} requests compared in {tally.seconds:.1f}s "
               f"({rate:,.0f}/s); not compared (the model has none): {', '.join(conform.NOT_COMPARED)}")
@@ -77,21 +80,23 @@ def _compare(args, drivers: Drivers) -> int:
 
 
 def _java_fields(view: lockstep.JavaView):
-    """The trace fields RocketMQ's classes decide, for a record: the controller's state and the
-    acting broker's last epoch entry (None: the field is left out, as the schema has it)."""
-    return lambda record: _fields_of(view, record.get("node"))
+    """The trace fields RocketMQ's classes decided, for one transition record: the controller's
+    state and the acting broker's last epoch entry (None: the field is left out, as the schema has
+    it)."""
 
+    def amend(record: dict[str, Any]) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        c = view.controller
+        if c is not None:
+            fields.update(ctrl_master=c["master"], ctrl_epoch=c["master_epoch"], ctrl_sss=sorted(c["sss"]),
+                          ctrl_sss_epoch=c["sss_epoch"])
+        node = record.get("node")
+        if node is not None and node in view.last_entries:
+            top = view.last_entries[node]
+            fields.update(last_epoch=top[0] if top else -1, last_epoch_start=top[1] if top else None)
+        return fields
 
-def _fields_of(view: lockstep.JavaView, node: int | None) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    c = view.controller
-    if c is not None:
-        fields.update(ctrl_master=c["master"], ctrl_epoch=c["master_epoch"], ctrl_sss=sorted(c["sss"]),
-                      ctrl_sss_epoch=c["sss_epoch"])
-    if node is not None and node in view.last_entries:
-        top = view.last_entries[node]
-        fields.update(last_epoch=top[0] if top else -1, last_epoch_start=top[1] if top else None)
-    return fields
+    return amend
 
 
 class _Recording:
@@ -104,7 +109,7 @@ class _Recording:
     def runs(self, drivers: Drivers, corpus: Corpus, first: int, count: int) -> Iterator[dict[str, Any]]:
         for i in range(first, first + count):
             name, cfg = corpus.config(i)
-            # the loaded rules run in the snapshot's form, so every call is comparable
+            # the controller's and epoch cache's rules run in the snapshot's form: their calls decide state
             cfg = cfg._replace(bugs=cfg.bugs | lockstep.SNAPSHOT_FORM)
             yield from self.run(drivers, cfg, run_id(corpus.seed, i), f"broker-{name}", Random(f"{corpus.seed}:{i}"),
                                 corpus.steps)
@@ -137,8 +142,8 @@ def _record(args, drivers: Drivers) -> int:
         if err.is_terminal:
             err.print(f"[dim]  {first + count:,} runs, {rec.calls:,} calls compared[/dim]")
     seconds = time.perf_counter() - start
-    out.print(f"recorded {corpus.runs:,} runs ({', '.join(corpus.names)}, intended model with the loaded classes' "
-              f"snapshot form), {rec.transitions:,} transitions and {rec.calls:,} calls into RocketMQ's classes, "
+    out.print(f"recorded {corpus.runs:,} runs ({', '.join(corpus.names)}, intended model; controller and epoch "
+              f"cache in the snapshot's form), {rec.transitions:,} transitions and {rec.calls:,} calls into RocketMQ's classes, "
               f"{events:,} records to {target} in {seconds:.1f}s ({rec.transitions / max(seconds, 1e-9):,.0f} "
               f"transitions/s); validate it with: rmqcheck validate {target}")
     if rec.difference is not None:

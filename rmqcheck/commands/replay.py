@@ -26,7 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file")
     p.add_argument("--quiet", action="store_true", help="print only the verdict")
     p.add_argument("--java", action="store_true",
-                   help="also replay every controller and epoch-cache call of the steps on RocketMQ's own classes")
+                   help="also replay every call the steps make into the controller, the epoch cache and the HA "
+                        "service on RocketMQ's own classes")
+    p.add_argument("--snapshot", action="store_true",
+                   help="turn every defect the snapshot has on as well (run the actions as the code is)")
     add_source_argument(p)
 
 
@@ -38,6 +41,8 @@ def run(args) -> int:
             out.print("--java: this mode's steps call no class conformance loads (controller mode only)")
         return _replay_mode(args.file)
     cx: Counterexample = read(args.file)
+    if args.snapshot:
+        cx = cx._replace(config=cx.config._replace(bugs=cx.config.bugs | SNAPSHOT))
     truncation_hit = _replay_truncation(cx, args.file) if cx.truncation is not None else True
     if cx.truncation is not None and not cx.actions:
         return 1 if truncation_hit else 0

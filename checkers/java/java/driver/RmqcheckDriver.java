@@ -104,6 +104,7 @@ public final class RmqcheckDriver {
             }
             deleteTree(dir.toFile());
         }
+        System.exit(0); // the heartbeat manager's executors are not daemon threads
     }
 
     private String answer(String line) {

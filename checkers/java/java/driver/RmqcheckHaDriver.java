@@ -18,6 +18,7 @@ import static org.mockito.Mockito.doAnswer;
 import static org.mockito.Mockito.doCallRealMethod;
 import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
+import static org.mockito.Mockito.withSettings;
 
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
@@ -64,7 +65,8 @@ public final class RmqcheckHaDriver {
     private final Set<Long> messageStarts = new HashSet<>(); // isOffsetAligned: a message starts there
     private final List<Long> truncatedAt = new ArrayList<>(); // truncateDirtyFiles calls
     private final List<Long> reported = new ArrayList<>(); // offsets the client wrote to its channel
-    private final DefaultMessageStore store = mock(DefaultMessageStore.class);
+    // stub-only: a mock that remembered its invocations would grow with every request
+    private final DefaultMessageStore store = mock(DefaultMessageStore.class, withSettings().stubOnly());
     private final AutoSwitchHAService service = new AutoSwitchHAService();
     private final ObjenesisStd objenesis = new ObjenesisStd();
     private final AutoSwitchHAClient client;
@@ -93,7 +95,7 @@ public final class RmqcheckHaDriver {
         when(store.getBrokerConfig()).thenReturn(brokerConfig);
         when(store.getMaxPhyOffset()).thenAnswer(i -> maxPhy.get());
         when(store.getRunningFlags()).thenReturn(runningFlags);
-        when(store.getStoreCheckpoint()).thenReturn(mock(StoreCheckpoint.class));
+        when(store.getStoreCheckpoint()).thenReturn(mock(StoreCheckpoint.class, withSettings().stubOnly()));
         when(store.getHaService()).thenReturn(service);
         CommitLog commitLog = new CommitLog(store); // real: the confirmOffset methods live here
         field(DefaultMessageStore.class, "commitLog").set(store, commitLog);
@@ -112,7 +114,7 @@ public final class RmqcheckHaDriver {
         service.init(store);
         clientCache = new EpochFileCache(dir.resolve("client-epochFileCheckpoint").toString());
         client = new AutoSwitchHAClient(service, store, clientCache, 0L);
-        SocketChannel channel = mock(SocketChannel.class);
+        SocketChannel channel = mock(SocketChannel.class, withSettings().stubOnly());
         when(channel.write(any(ByteBuffer.class))).thenAnswer(i -> {
             ByteBuffer b = i.getArgument(0);
             int n = b.remaining();
@@ -171,15 +173,13 @@ public final class RmqcheckHaDriver {
             }
             out.flush();
         } finally {
-            if (driver != null) {
-                driver.clientChannel.set(driver.client, null); // a mock channel cannot be closed
-                driver.client.shutdown();
-                driver.service.shutdown();
-            }
             try (var paths = Files.walk(dir)) {
                 paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
             }
         }
+        // The service's executor is not a daemon thread, and its shutdown() expects started
+        // services (it stops an HA client this driver never gave it): exit instead.
+        System.exit(0);
     }
 
     private static String error(String message) {
