@@ -194,3 +194,35 @@ def test_a_driver_that_talks_nonsense(tmp_path):
         with pytest.raises(DriverError, match="not JSON: 'garbage"):
             d.run([{"op": "ping"}])
     assert _gone(pid)
+
+
+# --- the default job's conformance stage --------------------------------------------------------
+
+
+def _stage(tmp_path, src=None, budget=3.0):
+    import argparse
+
+    from rmqcheck.commands import check
+
+    return check._check_conformance(argparse.Namespace(conform_budget=budget, rocketmq_src=src, seed=0), tmp_path)
+
+
+def test_the_default_job_runs_a_short_conformance_pass(tmp_path, capsys):
+    assert _stage(tmp_path) is False
+    line = capsys.readouterr().out
+    assert "conformance with RocketMQ's classes (the controller and the epoch cache and the broker's HA service)" in line
+    assert "agreed on every request" in line
+
+
+def test_without_a_jdk_the_default_job_says_so_in_one_line_and_goes_on(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    assert _stage(tmp_path) is False
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("conformance skipped: no javac")
+
+
+def test_the_default_job_fails_on_a_tree_that_differs(tmp_path, capsys):
+    from test_java_mutants import patched_tree
+
+    assert _stage(tmp_path, str(patched_tree("append_accepts_equal_start")), budget=60) is True
+    assert "diverged" in capsys.readouterr().out and list(tmp_path.glob("conform-seed0.scn"))

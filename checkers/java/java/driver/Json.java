@@ -7,8 +7,8 @@ import java.util.List;
 import java.util.Map;
 
 final class Json {
-    static final class MissingField extends RuntimeException {
-        MissingField(String message) {
+    static final class BadRequest extends RuntimeException {
+        BadRequest(String message) {
             super(message);
         }
     }
@@ -36,7 +36,7 @@ final class Json {
 
     static Object need(Map<String, Object> req, String key) {
         if (!req.containsKey(key) || req.get(key) == null) {
-            throw new MissingField("request " + req.get("op") + " needs \"" + key + "\"");
+            throw new BadRequest("request " + req.get("op") + " needs \"" + key + "\"");
         }
         return req.get(key);
     }
@@ -44,7 +44,7 @@ final class Json {
     static long longOf(Map<String, Object> req, String key) {
         Object v = need(req, key);
         if (!(v instanceof Long)) {
-            throw new MissingField("\"" + key + "\" must be an integer, got " + v);
+            throw new BadRequest("\"" + key + "\" must be an integer, got " + v);
         }
         return (Long) v;
     }
@@ -52,7 +52,7 @@ final class Json {
     static boolean bool(Map<String, Object> req, String key) {
         Object v = need(req, key);
         if (!(v instanceof Boolean)) {
-            throw new MissingField("\"" + key + "\" must be true or false, got " + v);
+            throw new BadRequest("\"" + key + "\" must be true or false, got " + v);
         }
         return (Boolean) v;
     }
@@ -60,7 +60,7 @@ final class Json {
     static String string(Map<String, Object> req, String key) {
         Object v = need(req, key);
         if (!(v instanceof String)) {
-            throw new MissingField("\"" + key + "\" must be a string, got " + v);
+            throw new BadRequest("\"" + key + "\" must be a string, got " + v);
         }
         return (String) v;
     }
@@ -68,7 +68,7 @@ final class Json {
     static List<?> list(Map<String, Object> req, String key) {
         Object v = need(req, key);
         if (!(v instanceof List)) {
-            throw new MissingField("\"" + key + "\" must be a list, got " + v);
+            throw new BadRequest("\"" + key + "\" must be a list, got " + v);
         }
         return (List<?>) v;
     }
@@ -77,7 +77,7 @@ final class Json {
         List<Long> out = new ArrayList<>();
         for (Object o : list(req, key)) {
             if (!(o instanceof Long)) {
-                throw new MissingField("\"" + key + "\" must hold integers, got " + o);
+                throw new BadRequest("\"" + key + "\" must hold integers, got " + o);
             }
             out.add((Long) o);
         }

@@ -12,13 +12,7 @@
 import com.alibaba.fastjson.JSON;
 import io.netty.channel.Channel;
 import io.netty.channel.embedded.EmbeddedChannel;
-import java.io.BufferedReader;
-import java.io.BufferedWriter;
-import java.io.File;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
 import java.lang.reflect.Field;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -57,7 +51,7 @@ import org.apache.rocketmq.remoting.protocol.header.controller.register.GetNextB
 import org.apache.rocketmq.remoting.protocol.header.controller.register.RegisterBrokerToControllerRequestHeader;
 import org.apache.rocketmq.store.ha.autoswitch.EpochFileCache;
 
-public final class RmqcheckDriver {
+public final class RmqcheckDriver implements Wire.Driver {
     private static final String CLUSTER = "cluster";
     private static final String BROKER = "broker-a";
     // One logical tick of the model is this many milliseconds of the heartbeat manager's clock.
@@ -80,67 +74,15 @@ public final class RmqcheckDriver {
     }
 
     public static void main(String[] args) throws Exception {
-        Path dir = Files.createTempDirectory(args.length > 0 ? Path.of(args[0]) : Path.of(System.getProperty("java.io.tmpdir")),
-            "rmqcheck-epoch");
-        RmqcheckDriver driver = new RmqcheckDriver(dir);
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8), 1 << 16);
-        BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
-        try {
-            String line;
-            while ((line = in.readLine()) != null) {
-                if (line.isBlank()) {
-                    continue;
-                }
-                out.write(driver.answer(line));
-                out.write('\n');
-                if (!in.ready()) {
-                    out.flush();
-                }
-            }
-            out.flush();
-        } finally {
-            if (driver.heartbeatsStarted) {
-                driver.heartbeats.shutdown();
-            }
-            deleteTree(dir.toFile());
-        }
-        System.exit(0); // the heartbeat manager's executors are not daemon threads
+        Wire.serve(args, "rmqcheck-epoch", RmqcheckDriver::new);
     }
 
-    private String answer(String line) {
-        Map<String, Object> req;
-        try {
-            req = Json.object(line);
-        } catch (RuntimeException e) {
-            return error("bad request: " + e.getMessage());
+    @Override
+    public Map<String, Object> answer(String op, Map<String, Object> req) throws Throwable {
+        if (op.startsWith("epoch_") || "find_consistent_point".equals(op)) {
+            return epoch(op, req);
         }
-        try {
-            Object op = req.get("op");
-            if (!(op instanceof String)) {
-                return error("request has no \"op\"");
-            }
-            if ("ping".equals(op)) {
-                return "{\"ok\":true}";
-            }
-            if (((String) op).startsWith("epoch_") || "find_consistent_point".equals(op)) {
-                return epoch((String) op, req);
-            }
-            return controller((String) op, req);
-        } catch (Json.MissingField e) {
-            return error(e.getMessage());
-        } catch (Throwable t) {
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("ok", false);
-            m.put("exception", t.getClass().getName() + ": " + t.getMessage());
-            return Json.write(m);
-        }
-    }
-
-    private static String error(String message) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("ok", false);
-        m.put("error", message);
-        return Json.write(m);
+        return controller(op, req);
     }
 
     // --- controller --------------------------------------------------------------------------
@@ -180,7 +122,7 @@ public final class RmqcheckDriver {
         return heartbeats.getBrokerLiveInfo(cluster, broker, id);
     }
 
-    private String controller(String op, Map<String, Object> req) throws Throwable {
+    private Map<String, Object> controller(String op, Map<String, Object> req) throws Throwable {
         long now = req.containsKey("now") ? Json.longOf(req, "now") : 0;
         setClock(now);
         JSON.lastEncoded = null;
@@ -259,7 +201,7 @@ public final class RmqcheckDriver {
                 manager = restored;
                 return reply(null, null, now);
             default:
-                return error("unknown op " + op);
+                return null;
         }
         Object body = JSON.lastEncoded;
         for (EventMessage event : result.getEvents()) {
@@ -268,13 +210,12 @@ public final class RmqcheckDriver {
         return reply(result, value, now, body);
     }
 
-    private String reply(ControllerResult<?> result, Object value, long now) throws Exception {
+    private Map<String, Object> reply(ControllerResult<?> result, Object value, long now) throws Exception {
         return reply(result, value, now, null);
     }
 
-    private String reply(ControllerResult<?> result, Object value, long now, Object body) throws Exception {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("ok", true);
+    private Map<String, Object> reply(ControllerResult<?> result, Object value, long now, Object body) throws Exception {
+        Map<String, Object> m = Wire.ok();
         m.put("code", result == null ? 0 : result.getResponseCode());
         m.put("remark", result == null ? null : result.getRemark());
         m.put("header", result == null ? new LinkedHashMap<>() : beanFields(result.getResponse()));
@@ -289,7 +230,7 @@ public final class RmqcheckDriver {
         m.put("result", value);
         m.put("state", controllerState());
         m.put("live", live(now));
-        return Json.write(m);
+        return m;
     }
 
     private static Object body(Object body) {
@@ -439,14 +380,13 @@ public final class RmqcheckDriver {
         return localCache.findConsistentPoint(masterCache);
     }
 
-    private String epoch(String op, Map<String, Object> req) throws Exception {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("ok", true);
+    private Map<String, Object> epoch(String op, Map<String, Object> req) throws Exception {
+        Map<String, Object> m = Wire.ok();
         if ("find_consistent_point".equals(op)) {
             m.put("result", truncationPoint(entries(req, "local"), Json.longOf(req, "local_max"), entries(req, "master"),
                 Json.longOf(req, "master_max")));
             m.put("state", null);
-            return Json.write(m);
+            return m;
         }
         String name = Json.string(req, "name");
         Path path = file(name);
@@ -458,7 +398,7 @@ public final class RmqcheckDriver {
         } else {
             EpochFileCache cache = caches.get(name);
             if (cache == null) {
-                return error("no epoch cache named " + name + " (send epoch_new first)");
+                throw new Json.BadRequest("no epoch cache named " + name + " (send epoch_new first)");
             }
             switch (op) {
                 case "epoch_append":
@@ -499,12 +439,12 @@ public final class RmqcheckDriver {
                         Json.longOf(req, "master_max"));
                     break;
                 default:
-                    return error("unknown op " + op);
+                    return null;
             }
         }
         m.put("result", value);
         m.put("state", epochState(caches.get(name), path));
-        return Json.write(m);
+        return m;
     }
 
     private static List<Object> entry(EpochEntry e) {
@@ -536,15 +476,5 @@ public final class RmqcheckDriver {
 
     private static String read(Path p) throws Exception {
         return Files.exists(p) ? Files.readString(p) : null;
-    }
-
-    private static void deleteTree(File f) {
-        File[] children = f.listFiles();
-        if (children != null) {
-            for (File c : children) {
-                deleteTree(c);
-            }
-        }
-        f.delete();
     }
 }

@@ -20,16 +20,10 @@ import static org.mockito.Mockito.mock;
 import static org.mockito.Mockito.when;
 import static org.mockito.Mockito.withSettings;
 
-import java.io.BufferedReader;
-import java.io.BufferedWriter;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -55,7 +49,7 @@ import org.apache.rocketmq.store.ha.autoswitch.AutoSwitchHAService;
 import org.apache.rocketmq.store.ha.autoswitch.EpochFileCache;
 import org.objenesis.ObjenesisStd;
 
-public final class RmqcheckHaDriver {
+public final class RmqcheckHaDriver implements Wire.Driver {
     // One logical tick of the model is this many milliseconds (as in RmqcheckDriver).
     private static final long TICK = 1_000_000L;
 
@@ -148,77 +142,14 @@ public final class RmqcheckHaDriver {
     }
 
     public static void main(String[] args) throws Exception {
-        Path dir = Files.createTempDirectory(args.length > 0 ? Path.of(args[0]) : Path.of(System.getProperty("java.io.tmpdir")),
-            "rmqcheck-ha");
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8), 1 << 16);
-        BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
-        RmqcheckHaDriver driver = null;
-        String broken = null;
-        try {
-            driver = new RmqcheckHaDriver(dir);
-        } catch (IllegalStateException e) {
-            broken = e.getMessage();
-        }
-        try {
-            String line;
-            while ((line = in.readLine()) != null) {
-                if (line.isBlank()) {
-                    continue;
-                }
-                out.write(broken != null ? error(broken) : driver.answer(line));
-                out.write('\n');
-                if (!in.ready()) {
-                    out.flush();
-                }
-            }
-            out.flush();
-        } finally {
-            try (var paths = Files.walk(dir)) {
-                paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
-        }
-        // The service's executor is not a daemon thread, and its shutdown() expects started
-        // services (it stops an HA client this driver never gave it): exit instead.
-        System.exit(0);
+        Wire.serve(args, "rmqcheck-ha", RmqcheckHaDriver::new);
     }
 
-    private static String error(String message) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("ok", false);
-        m.put("error", message);
-        return Json.write(m);
-    }
-
-    private String answer(String line) {
-        Map<String, Object> req;
-        try {
-            req = Json.object(line);
-        } catch (RuntimeException e) {
-            return error("bad request: " + e.getMessage());
-        }
-        try {
-            Object op = req.get("op");
-            if (!(op instanceof String)) {
-                return error("request has no \"op\"");
-            }
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("ok", true);
-            if (!"ping".equals(op)) {
-                install(req);
-                if (!call((String) op, req, m)) {
-                    return error("unknown op " + op);
-                }
-            }
-            return Json.write(m);
-        } catch (Json.MissingField e) {
-            return error(e.getMessage());
-        } catch (Throwable t) {
-            Throwable cause = t instanceof java.lang.reflect.InvocationTargetException ? t.getCause() : t;
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("ok", false);
-            m.put("exception", cause.getClass().getName() + ": " + cause.getMessage());
-            return Json.write(m);
-        }
+    @Override
+    public Map<String, Object> answer(String op, Map<String, Object> req) throws Exception {
+        install(req);
+        Map<String, Object> m = Wire.ok();
+        return call(op, req, m) ? m : null;
     }
 
     // --- the broker's state, installed in the service's fields -------------------------------------
