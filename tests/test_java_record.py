@@ -41,3 +41,16 @@ def test_the_recorded_controller_and_epoch_fields_are_the_java_s(tmp_path, capsy
     assert found and "last_epoch recorded" in found[0].detail
     recorded = [json.loads(line) for line in (corpus / "part-00000.ndjson").read_text().splitlines()]
     assert {r["kind"] for r in recorded} >= {"run_start", "register", "run_end"}
+
+
+def test_configurations_with_async_learners_and_unclean_elections_record_in_agreement(tmp_path, capsys):
+    """Learners are the HA connection's business (model-only), but they shape what the controller
+    and the HA service are asked: a run with one still agrees call by call."""
+    cfg = tmp_path / "learner.json"
+    cfg.write_text(json.dumps({"brokers": 3, "all_ack": True, "flush": "SYNC_FLUSH", "async_learners": [3],
+                               "unclean": True}))
+    assert main(["conform", "--record", str(tmp_path / "runs"), "--runs", "12", "--steps", "80",
+                 "--config", str(cfg)]) == 0
+    assert "recorded 12 runs" in capsys.readouterr().out
+    report = validate_local(discover([str(tmp_path / "runs")]))
+    assert [v for v in report.violations if v.check == "conformance"] == []  # unclean elections may lose acks

@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 from rmqcheck.checkers.java import conform, lockstep
 from rmqcheck.checkers.java.driver import DriverError
+from rmqcheck.model import configs
 from rmqcheck.model.config import Config
 from rmqcheck.traces.files import part_name, write_part
 from rmqcheck.traces.recorder import Corpus, random_step, run_id, run_records
@@ -41,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rec.add_argument("--steps", type=positive, default=100, help="transitions per run (default 100)")
     rec.add_argument("--format", choices=("ndjson", "parquet"), default="ndjson")
     rec.add_argument("--runs-per-file", type=positive, default=1000)
+    rec.add_argument("--config", action="append", metavar="NAME|FILE",
+                     help="configuration to cycle through (repeatable; default durable, durable3)")
 
 
 def run(args) -> int:
@@ -130,8 +133,10 @@ class _Recording:
 
 
 def _record(args, drivers: Drivers) -> int:
+    for name in args.config or ():
+        configs.load(name)  # a clear error for an unknown name before any work
     corpus = Corpus(seed=args.seed, runs=args.runs, steps=args.steps, fmt=args.format,
-                    runs_per_file=args.runs_per_file)
+                    runs_per_file=args.runs_per_file, names=tuple(args.config or Corpus().names))
     target = Path(args.record)
     target.mkdir(parents=True, exist_ok=True)
     rec, start, events = _Recording(), time.perf_counter(), 0
