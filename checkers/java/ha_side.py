@@ -42,8 +42,8 @@ FUNCTIONS = {name: getattr(ha if name == "do_truncate" else br, name) for name i
 
 def snapshot_form(cfg: Config) -> Config:
     """The configuration whose rules are the snapshot's code: every in-snapshot defect on, no
-    historical toggle."""
-    return cfg._replace(bugs=SNAPSHOT)
+    historical toggle, the epoch file's quirks as they are."""
+    return cfg._replace(bugs=SNAPSHOT, faithful_q1=True, faithful_q2=True)
 
 
 def state(b: Broker, cfg: Config, now: int = 0, msgs: Any = None) -> dict[str, Any]:

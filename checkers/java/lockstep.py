@@ -139,7 +139,6 @@ class _Planner:
     """Answers a step's recorded calls with the model's snapshot form, in order."""
 
     def __init__(self, cfg: Config, compare_controller: bool, ha: bool) -> None:
-        self.cfg = cfg
         self.snapshot = ha_side.snapshot_form(cfg)
         self.side = ModelSide(brokers=cfg.brokers)
         self.owners = rec.Owners()

@@ -1,5 +1,6 @@
 """The model's side of conformance: each driver request run through the model's own rule
-functions (model/controller.py, model/epochfile.py), answered in the driver's shape.
+functions (model/controller.py, model/epochfile.py; HA requests through ha_side), answered in the
+driver's shape.
 
 Nothing here decides an outcome: every code, epoch, set and offset comes from a model function;
 this module only holds the state between requests, as the controller's state machine and a
