@@ -4,14 +4,30 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test hunt bench bench-spark java jdk chromium matrix bugs report clean
+.PHONY: run test hunt bench bench-spark java jdk chromium matrix bugs report clean lower-bounds constraints
 
-# Create the virtual environment if missing and install everything pinned in pyproject.toml.
-$(STAMP): pyproject.toml
+# Create the virtual environment if missing and install everything at the versions of
+# constraints.txt (pyproject.toml has the ranges a user's `pip install rmqcheck` accepts).
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $(STAMP)
+
+# The lower bounds of pyproject.toml's ranges, tested: a second environment with exactly those
+# versions (constraints-lower.txt) runs the whole suite.
+LOWER := .venv-lower
+lower-bounds: java jdk chromium
+	test -x $(LOWER)/bin/python || $(PYTHON) -m venv $(LOWER)
+	$(LOWER)/bin/python -m pip install --quiet --upgrade pip
+	$(LOWER)/bin/python -m pip install --quiet -c constraints-lower.txt -e '.[test]'
+	$(LOWER)/bin/python -m pip check
+	$(LOWER)/bin/python -m pytest
+
+# Re-pin constraints.txt to what the environment has now (after changing a range).
+constraints: $(STAMP)
+	{ sed -n '1,2p' constraints.txt; $(BIN)/python -m pip freeze --all --exclude-editable | grep -viE '^(pip|rmqcheck)=='; } > constraints.tmp
+	mv constraints.tmp constraints.txt
 
 # PySpark 4.3 runs on Java 17 or 21.
 java:
@@ -85,4 +101,4 @@ report: $(STAMP)
 	$(BIN)/rmqcheck report --out build/report.html --matrix results/matrix.json --bugs results/bugs.json
 
 clean:
-	rm -rf $(VENV) build counterexamples .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LOWER) build counterexamples .pytest_cache .hypothesis

@@ -1,8 +1,10 @@
 """The `rmqcheck` command line. Exit status: 0 nothing violated, 1 a violation was found and
-written (or reproduced), 2 bad usage or bad input.
+written (or reproduced), 2 bad usage or bad input, 130 interrupted.
 
 Only the dispatcher: each command is a module of `rmqcheck.commands` with its NAME, HELP,
-`add_arguments(parser)` and `run(args) -> exit status`.
+`add_arguments(parser)` and `run(args) -> exit status`. A judging command adds its verdicts to
+`args.results` (report/ci.py), which the dispatcher writes for CI (`--junit`, `--summary-json`,
+$GITHUB_STEP_SUMMARY) whatever the exit status.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from rmqcheck.checkers.counterexamples.files import CounterexampleError
 from rmqcheck.commands import COMMANDS
 from rmqcheck.commands.common import UsageError
 from rmqcheck.model.configs import ConfigError
+from rmqcheck.report import ci
 
 
 def parser() -> argparse.ArgumentParser:
@@ -30,12 +33,32 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(argv)
+    args.results = ci.Results(args.command, argv)
+    judging = hasattr(args, "junit")
     try:
-        return args.func(args)
-    except (UsageError, ConfigError, CounterexampleError) as exc:
+        outputs = (ci.check_output(args.junit, "--junit"), ci.check_output(args.summary_json, "--summary-json")) \
+            if judging else (None, None)
+    except ValueError as exc:
         print(f"rmqcheck: error: {exc}", file=sys.stderr)
         return 2
+    try:
+        status = args.func(args)
+    except (UsageError, ConfigError, CounterexampleError) as exc:
+        print(f"rmqcheck: error: {exc}", file=sys.stderr)
+        args.results.add(args.command, "usage", "error", str(exc))
+        status = 2
+    except KeyboardInterrupt:
+        print("rmqcheck: interrupted", file=sys.stderr)
+        status = 130
+    if judging:
+        try:
+            ci.write_all(args.results, status, *outputs)
+        except OSError as exc:
+            print(f"rmqcheck: error: cannot write the results: {exc}", file=sys.stderr)
+            return 2
+    return status
 
 
 if __name__ == "__main__":

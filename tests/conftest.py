@@ -28,3 +28,20 @@ def ha_driver():
     """RocketMQ's HA service (AutoSwitchHAService, AutoSwitchHAClient, CommitLog) on a Mockito store."""
     with JavaDriver(build.build(build.locate(None), target=build.HA)) as d:
         yield d
+
+
+pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs pytest on scenario folders
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory):
+    """rmqcheck's wheel, built once from this checkout (no build isolation: no download)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    dist = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w",
+                    str(dist), str(Path(__file__).resolve().parents[1])], check=True, cwd=dist, capture_output=True)
+    built, = dist.glob("rmqcheck-*.whl")
+    return built

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_results import junit_cases, summary
 from rmqcheck.cli import main
 from rmqcheck.model.bugs import TOGGLES
 
@@ -87,9 +88,19 @@ def test_scenario_command_round_trips(tmp_path, capsys):
 def test_check_reports_the_defaults_acked_loss_as_expected(tmp_path, capsys):
     modes = "classic-async-flush,recovery-controller"
     code, out, _ = run(
-        capsys, "check", "--budget", "24", "--out", str(tmp_path), "--engine", "local", "--trace-runs", "40", "--modes", modes
+        capsys, "check", "--budget", "24", "--out", str(tmp_path), "--engine", "local", "--trace-runs", "40",
+        "--modes", modes, "--conform-budget", "0", "--junit", str(tmp_path / "junit.xml"), "--summary-json", str(tmp_path / "s.json"),
     )
     assert code == 0, out
+    # For CI: a case per hunted and explored configuration, the conformance stage, each trace check.
+    cases = junit_cases(tmp_path / "junit.xml")
+    assert {"hunt/default/snapshot", "hunt/durable3/intended", "explore/classic-async-flush",
+            "conformance/RocketMQ's classes against the model", "validate/conformance/conformance"} <= set(cases)
+    assert cases["conformance/RocketMQ's classes against the model"][0] == "skipped"
+    s = summary(tmp_path / "s.json")
+    assert s["counts"]["failed"] == 0 and s["counts"]["passed"] == len(cases) - 1
+    default = next(c for c in s["cases"] if c["name"] == "default/snapshot")
+    assert any(n.startswith("I1 (expected, ") for n in default["notes"])  # not promised there: a note
     assert "I1 (expected" in out  # C4: the defaults ack before replication
     assert "snapshot defect" in out  # the durable configuration hits a known snapshot defect
     assert list(tmp_path.glob("default-snapshot-I1.json"))

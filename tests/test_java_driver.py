@@ -14,6 +14,7 @@ import pytest
 
 from rmqcheck.checkers.java import build, conform
 from rmqcheck.checkers.java.driver import DriverError, JavaDriver
+from ci_results import junit_cases
 from rmqcheck.cli import main
 
 from conftest import needs_rocketmq
@@ -79,8 +80,11 @@ def test_bad_requests_get_an_error_naming_the_problem(driver):
 
 
 def test_conform_command_agrees(tmp_path, capsys):
-    assert main(["conform", "--sequences", "50", "--seed", "3", "--out", str(tmp_path)]) == 0
+    assert main(["conform", "--sequences", "50", "--seed", "3", "--out", str(tmp_path),
+                 "--junit", str(tmp_path / "j.xml")]) == 0
     assert "agreed on every request" in capsys.readouterr().out
+    assert junit_cases(tmp_path / "j.xml") == {"conform/RocketMQ's classes against the model (seed 3)":
+                                               ("passed", "", "")}
     assert main(["conform", "--sequences", "30", "--generator", "hypothesis", "--out", str(tmp_path)]) == 0
     assert "agreed on every request" in capsys.readouterr().out
 
@@ -199,12 +203,14 @@ def test_a_driver_that_talks_nonsense(tmp_path):
 # --- the default job's conformance stage --------------------------------------------------------
 
 
-def _stage(tmp_path, src=None, budget=3.0):
+def _stage(tmp_path, src=None, budget=3.0, results=None):
     import argparse
 
     from rmqcheck.commands import check
+    from rmqcheck.report.ci import Results
 
-    return check._check_conformance(argparse.Namespace(conform_budget=budget, rocketmq_src=src, seed=0), tmp_path)
+    args = argparse.Namespace(conform_budget=budget, rocketmq_src=src, seed=0, results=results or Results("check", []))
+    return check._check_conformance(args, tmp_path)
 
 
 def test_the_default_job_runs_a_short_conformance_pass(tmp_path, capsys):
@@ -224,5 +230,11 @@ def test_without_a_jdk_the_default_job_says_so_in_one_line_and_goes_on(tmp_path,
 def test_the_default_job_fails_on_a_tree_that_differs(tmp_path, capsys):
     from test_java_mutants import patched_tree
 
-    assert _stage(tmp_path, str(patched_tree("append_accepts_equal_start")), budget=60) is True
+    from rmqcheck.report.ci import Results
+
+    results = Results("check", [])
+    assert _stage(tmp_path, str(patched_tree("append_accepts_equal_start")), budget=60, results=results) is True
     assert "diverged" in capsys.readouterr().out and list(tmp_path.glob("conform-seed0.scn"))
+    case, = results.cases  # for CI: a failed case naming the scenario and its replay command
+    assert case.outcome == "failed" and case.replay == f"rmqcheck replay {tmp_path / 'conform-seed0.scn'}"
+    assert case.message.startswith("the code and the model differ after ")

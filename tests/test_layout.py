@@ -16,6 +16,7 @@ FLOORS = [
     ("rmqcheck.commands", 6, "commands"),
     ("rmqcheck.cli", 6, "commands"),
     ("rmqcheck.__main__", 6, "commands"),
+    ("rmqcheck.pytest_plugin", 6, "commands"),
     ("rmqcheck.report", 5, "report"),
     ("rmqcheck.checkers.tables", 4, "checkers"),
     ("rmqcheck.checkers.search", 3, "checkers"),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rmqcheck.checkers.tables import matrix
 from rmqcheck.checkers.search.hunting import BUG_TOGGLE, EXPECTED
+from ci_results import junit_cases
 from rmqcheck.cli import main
 from rmqcheck.model.classic import SYNC_MASTER
 from rmqcheck.model.config import ASYNC_FLUSH, SYNC_FLUSH, Config
@@ -74,8 +75,9 @@ def test_the_command_writes_markdown_json_and_the_readme_block(tmp_path, capsys)
     readme.write_text("before\n<!-- matrix:start -->\nold\n<!-- matrix:end -->\nafter\n")
     args = ["matrix", "--modes", "classic", "--where", "flush=SYNC", "--where", "brokerRole=SYNC_MASTER",
             "--out", str(tmp_path / "cx"), "--json", str(tmp_path / "m.json"), "--markdown", str(tmp_path / "m.md"),
-            "--readme", str(readme), "--jobs", "1"]
+            "--readme", str(readme), "--jobs", "1", "--junit", str(tmp_path / "j.xml")]
     assert main(args) == 0
+    assert [o for o, _, _ in junit_cases(tmp_path / "j.xml").values()] == ["passed", "passed"]  # a case a row
     text = readme.read_text()
     assert text.startswith("before\n<!-- matrix:start -->\n**classic**") and text.endswith("<!-- matrix:end -->\nafter\n")
     assert "old" not in text and MATRIX_LEGEND in text

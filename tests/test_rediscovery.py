@@ -12,6 +12,7 @@ from rmqcheck.checkers.counterexamples.replay import run_lenient
 from rmqcheck.checkers.search.hunting import SNAPSHOT_DEFECT, guided_each
 from rmqcheck.checkers.search.walk import mode_guided, mode_walk
 from rmqcheck.invariants.catalogue import expected_ids
+from ci_results import summary
 from rmqcheck.cli import main
 from rmqcheck.model.bugs import TOGGLES
 from rmqcheck.report.tables import bugs_markdown
@@ -71,8 +72,11 @@ def test_measure_finds_toggles_of_each_kind_and_writes_the_tables(tmp_path, caps
     readme.write_text("<!-- bugs:start -->\n<!-- bugs:end -->\n")
     argv = ["bugs", "--measure", "--only", "ack_uses_local_sss_only", "--only", "ack_beyond_master_max",
             "--only", "no_inactive_master_scan", "--budget", "60", "--seeds", "2", "--jobs", "1",
-            "--json", str(tmp_path / "b.json"), "--readme", str(readme)]
+            "--json", str(tmp_path / "b.json"), "--readme", str(readme), "--summary-json", str(tmp_path / "s.json")]
     assert main(argv) == 0
+    cases = {c["name"]: c for c in summary(tmp_path / "s.json")["cases"]}  # a case a toggle
+    assert set(cases) == {"ack_uses_local_sss_only", "ack_beyond_master_max", "no_inactive_master_scan"}
+    assert all(c["outcome"] == "passed" and c["notes"] for c in cases.values())
     rows = json.loads((tmp_path / "b.json").read_text())
     assert {(r["toggle"], r["method"]) for r in rows} == {
         ("ack_uses_local_sss_only", "stateful"), ("ack_uses_local_sss_only", "explore"),

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from ci_results import junit_cases
 from rmqcheck.cli import main
 from rmqcheck.traces import files, stores
 from rmqcheck.traces.openchaos import read_history
@@ -340,8 +341,12 @@ def test_validate_exit_statuses_and_the_side_file(tmp_path, capsys):
     assert main(["validate", str(d), "--violations", str(out), "--quiet"]) == 0
     assert "conformance" in capsys.readouterr().out
     inject_non_conforming(d)
-    assert main(["validate", str(d), "--violations", str(out), "--quiet"]) == 1
+    assert main(["validate", str(d), "--violations", str(out), "--quiet", "--junit", str(tmp_path / "j.xml")]) == 1
     assert any(json.loads(line)["check"] == "conformance" for line in out.read_text().splitlines())
+    cases = junit_cases(tmp_path / "j.xml")  # a case a check; the failure names the violations file
+    outcome, message, text = cases["validate/conformance/conformance"]
+    assert outcome == "failed" and "matched" in message and f"file: {out}" in text and "replay" not in text
+    assert sum(o == "failed" for o, _, _ in cases.values()) == 1
     part = d / "part-00001.ndjson"
     part.write_text(part.read_text() + '{"v": 1, "run": \n')
     assert main(["validate", str(d), "--violations", str(out), "--quiet"]) == 2

@@ -37,7 +37,19 @@ from typing import NamedTuple
 HERE = Path(__file__).resolve().parent
 JAVA = HERE / "java"
 REPO = HERE.parents[1]
-BUILD = REPO / "build" / "java"
+
+
+def _cache_dir() -> Path:
+    """$RMQCHECK_CACHE, else build/java/ of a checkout, else the user's cache (an installed
+    package's folder may not be writable)."""
+    if os.environ.get("RMQCHECK_CACHE"):
+        return Path(os.environ["RMQCHECK_CACHE"]) / "java"
+    if (REPO / "pyproject.toml").is_file():
+        return REPO / "build" / "java"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rmqcheck" / "java"
+
+
+BUILD = _cache_dir()
 ROOTS = ("common", "remoting", "controller", "store")
 
 # Debian's jars, by file name under /usr/share/java, and the package that installs each.

@@ -13,7 +13,7 @@ from rmqcheck.checkers.tables import rediscovery
 from rmqcheck.model.bugs import SNAPSHOT, TOGGLES
 from rmqcheck.report import tables as report_tables
 
-from .common import UsageError, budget_seconds, err, json_file, out, positive, splice, write_text
+from .common import Bar, UsageError, add_result_options, budget_seconds, json_file, out, positive, splice, write_text
 
 NAME = "bugs"
 HELP = "list the bug toggles"
@@ -33,6 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--readme", help="with --measure: replace the <!-- bugs:start/end --> block of this file")
     p.add_argument("--update", metavar="JSON", help="with --measure and --only or --method: replace those measures "
                    "in this earlier --json file, keep the rest, and write the tables of the whole")
+    add_result_options(p)
 
 
 def run(args) -> int:
@@ -74,10 +75,11 @@ def _measure_bugs(args) -> int:
     out.print(f"measuring {len(chosen)} toggles: up to {runs} runs of at most {args.budget:g}s, {args.jobs} jobs")
     start = time.perf_counter()
 
-    def progress(m) -> None:
-        err.print(f"[dim]{m.toggle} {m.method}: {report_tables._method_cell(m)}[/dim]")
+    with Bar("measuring", runs, timed=False) as bar:
+        def progress(m) -> None:
+            bar.update(f"last: {m.toggle} {m.method}: {report_tables._method_cell(m)}", advance=len(m.attempts))
 
-    measures = rediscovery.measure(measured, args.seeds, args.budget, args.jobs, progress if err.is_terminal else None)
+        measures = rediscovery.measure(measured, args.seeds, args.budget, args.jobs, progress)
     minutes = (time.perf_counter() - start) / 60
     note = f"in {minutes:.0f} min with {args.jobs} jobs"
     if args.update:
@@ -102,9 +104,26 @@ def _measure_bugs(args) -> int:
         splice(args.readme, "bugs", text)
     missed = [s.toggle for s in chosen if s.methods and not any(
         m.median_seconds is not None for m in measures if (m.toggle, m.mode) == (s.toggle, s.mode))]
+    for s in chosen:
+        _toggle_case(args.results, s, [m for m in measures if (m.toggle, m.mode) == (s.toggle, s.mode)])
     if missed:
         out.print(f"[bold red]found by no method: {', '.join(missed)}[/]")
     return 1 if missed else 0
+
+
+def _toggle_case(results, subject, measures: list) -> None:
+    """A toggle is a case: failed when it should be found and no method found it in at least half
+    its seeds; each method's time is a note."""
+    notes = [f"{m.method}: {report_tables._method_cell(m)}" for m in measures]
+    suite = f"bugs {subject.mode}"
+    if not subject.methods:
+        results.add(suite, subject.toggle, "skipped", f"no counterexample expected: {subject.note}")
+    elif any(m.median_seconds is not None for m in measures):
+        fastest = min(m.median_seconds for m in measures if m.median_seconds is not None)
+        results.add(suite, subject.toggle, seconds=fastest, notes=notes)
+    else:
+        results.add(suite, subject.toggle, "failed", f"{subject.toggle} ({subject.ref}) found by no method "
+                    f"within {max(m.budget for m in measures):g}s", invariant=subject.toggle, notes=notes)
 
 
 def _earlier_measures(path: str) -> list:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import time
 from pathlib import Path
 
 from rich.table import Table
@@ -20,15 +21,19 @@ from rmqcheck.model import configs
 from rmqcheck.traces.recorder import Corpus, simulate
 
 from .common import (
+    Bar,
     Drivers,
     UsageError,
+    add_result_options,
     add_source_argument,
     budget_seconds,
+    divergence_text,
+    findings_case,
     out,
     positive,
     print_validation,
+    row_case,
     run_validation,
-    stateful_progress,
 )
 
 NAME = "check"
@@ -72,6 +77,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conform-budget", type=float, default=15.0,
                    help="seconds of conformance against RocketMQ's classes, 0 for none (default 15)")
     add_source_argument(p)
+    add_result_options(p)
 
 
 def run(args) -> int:
@@ -85,11 +91,16 @@ def run(args) -> int:
         cfg = configs.with_bugs(configs.load(name), frozenset(), snapshot)
         model = "snapshot" if snapshot else "intended"
         found: list[tuple[Finding, Path]] = []
-        for finding, _ in find_each(cfg, BY_ID, per_job, args.seed, on_batch=stateful_progress(f"{name}/{model}")):
-            if finding is not None:
-                path = write_finding(finding, out_dir / f"{name}-{model}-{finding.counterexample.invariant}.json")
-                found.append((finding, path))
-                unexplained += finding.kind == UNEXPLAINED
+        started = time.perf_counter()
+        with Bar(f"{name}/{model}", per_job) as bar:
+            for finding, _ in find_each(cfg, BY_ID, per_job, args.seed, on_batch=bar.stateful):
+                if finding is not None:
+                    path = write_finding(finding, out_dir / f"{name}-{model}-{finding.counterexample.invariant}.json")
+                    found.append((finding, path))
+                    unexplained += finding.kind == UNEXPLAINED
+        findings_case(args.results, "hunt", f"{name}/{model}", [
+            (f.counterexample.invariant, f.kind, len(f.counterexample.actions), f.counterexample.message, p)
+            for f, p in found], time.perf_counter() - started)
         violated = (
             "\n".join(
                 f"{f.counterexample.invariant} ({f.kind}, {len(f.counterexample.actions)} steps): {f.note}\n  -> {p}"
@@ -114,28 +125,35 @@ def _check_conformance(args, out_dir: Path) -> bool:
     """The conformance stage: a short `rmqcheck conform` pass on the shared RocketMQ tree (or
     --rocketmq-src); True if the code and the model diverged. Without a JDK or a tree it says so
     in one line and goes on."""
+    case = "RocketMQ's classes against the model"
     if args.conform_budget <= 0:
+        args.results.add("conformance", case, "skipped", "--conform-budget 0")
         return False
     try:
         drivers = Drivers(args.rocketmq_src)
     except UsageError as exc:
         out.print(f"[yellow]conformance skipped: {exc}[/]")
+        args.results.add("conformance", case, "skipped", str(exc))
         return False
     try:
         with drivers:
             tally = conform.conform(drivers.core, args.seed, args.conform_budget, ha_driver=drivers.ha)
     except DriverError as exc:
         out.print(f"[bold red]conformance failed: {exc}[/]")
+        args.results.add("conformance", case, "error", f"the Java driver failed: {exc}")
         return True
     rate = tally.operations / max(tally.seconds, 1e-9)
     line = (f"conformance with RocketMQ's classes ({drivers.loaded()}): {tally.sequences:,} sequences, "
             f"{tally.operations:,} requests compared in {tally.seconds:.1f}s ({rate:,.0f}/s)")
     if tally.divergence is None:
         out.print(f"{line}: [green]agreed on every request[/]")
+        args.results.add("conformance", case, seconds=tally.seconds, notes=[line])
         return False
     path = conform.write_scenario(tally.divergence, out_dir / f"conform-seed{args.seed}.scn",
                                   f"rmqcheck check --seed {args.seed}")
     out.print(f"{line}: [bold red]diverged[/] after {len(tally.divergence.steps)} requests -> {path}")
+    args.results.add("conformance", case, "failed", divergence_text(tally.divergence),
+                     invariant="conformance", file=path, seconds=tally.seconds)
     return True
 
 
@@ -152,6 +170,7 @@ def _check_modes(args, out_dir: Path) -> int:
         cfg, description = explore.MODE_CONFIGS[name]
         row = matrix.check_mode(cfg, MODE_BUDGET, out_dir, name=f"explore-{name}")
         unexplained += len(row.unexplained())
+        row_case(args.results, "explore", name, row)
         held = ", ".join(c.invariant for c in row.cells if c.kind is None)
         if held and not row.exhaustive:
             held += " (so far)"
@@ -174,5 +193,5 @@ def _check_traces(args, out_dir: Path) -> bool:
     shutil.rmtree(corpus_dir, ignore_errors=True)
     simulate(Corpus(seed=args.seed, runs=args.trace_runs, runs_per_file=max(1, args.trace_runs // 4), stores=True), corpus_dir)
     report, seconds = run_validation([str(corpus_dir)], args.engine, False, None, True)
-    print_validation(report, seconds, False, out_dir / "validate-violations.ndjson", 5)
+    print_validation(report, seconds, False, out_dir / "validate-violations.ndjson", 5, args.results)
     return report.failed()

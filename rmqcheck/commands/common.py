@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Sequence
 
 from rich.console import Console
-from rich.progress import Progress
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search.hunting import UNEXPLAINED
 from rmqcheck.report import tables as report_tables
+from rmqcheck.report.ci import Results
 from rmqcheck.traces.validate import CHECK_FAMILY, REPORTED, discover, validate_local
 
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
@@ -47,25 +50,51 @@ def budget_seconds(text: str) -> float:
     return value
 
 
-def stateful_progress(label: str):
-    if not err.is_terminal:
-        return None
-
-    def report(batch, stats, elapsed):
-        err.print(
-            f"[dim]{label}: batch {batch}, {stats.examples} examples, {stats.steps} steps, "
-            f"{stats.steps / max(elapsed, 1e-9):,.0f} steps/s, {elapsed:.0f}s[/dim]",
-            end="\r",
-        )
-
-    return report
+def live() -> bool:
+    """Progress bars only on a terminal, and never in CI (no escape codes in its logs)."""
+    return err.is_terminal and not os.environ.get("CI")
 
 
-def explore_progress(label: str, p: explore.Progress) -> None:
-    out.print(
-        f"  {label}: {p.states:,} states, {p.states / max(p.seconds, 1e-9):,.0f} states/s, "
-        f"queue {p.queue:,}, depth {p.depth}, {p.seconds:.0f}s"
-    )
+class Bar:
+    """One progress bar on stderr (rich): what runs, how far, its rate, elapsed and remaining
+    time. `total` counts seconds for a run its budget ends (`timed`), else units of work; None
+    when unknown. Nothing is shown when not `live()` or when `quiet`."""
+
+    def __init__(self, label: str, total: float | None, timed: bool = True, quiet: bool = False) -> None:
+        self.timed = timed
+        self.start = time.perf_counter()
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20),
+                                 TextColumn("{task.fields[detail]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                                 TimeRemainingColumn(), console=err, transient=True, disable=quiet or not live())
+        self.task = self.progress.add_task(label, total=total, detail="")
+
+    def __enter__(self) -> "Bar":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def update(self, detail: str = "", advance: float | None = None, completed: float | None = None,
+               description: str | None = None) -> None:
+        if self.timed:
+            completed = time.perf_counter() - self.start
+        self.progress.update(self.task, advance=advance, completed=completed, description=description, detail=detail)
+
+    # The searches' progress callbacks.
+    def stateful(self, batch, stats, elapsed) -> None:
+        rate = stats.steps / max(elapsed, 1e-9)
+        self.update(f"{stats.examples:,} examples, {stats.steps:,} steps, {rate:,.0f} steps/s")
+
+    def explored(self, p: explore.Progress, label: str = "") -> None:
+        self.update(f"{label + ': ' if label else ''}{p.states:,} states, {p.states / max(p.seconds, 1e-9):,.0f} "
+                    f"states/s, depth {p.depth}, queue {p.queue:,}")
+
+    def walked(self, unit: str):
+        def report(count: int, steps: int, seconds: float) -> None:
+            self.update(f"{count:,} {unit}, {steps:,} steps, {steps / max(seconds, 1e-9):,.0f} steps/s")
+
+        return report
 
 
 def json_file(name: str | None, option: str) -> list | None:
@@ -107,14 +136,16 @@ def run_validation(paths: Sequence[str], engine: str, skip: bool, master: str | 
 
         report = validate_spark(inputs, skip, master)
     else:
-        with Progress(console=err, transient=True, disable=quiet) as bar:
-            task = bar.add_task("validating", total=len(inputs.traces) or None)
-            report = validate_local(inputs, skip, lambda what, done, total: bar.update(task, completed=done, description=what))
+        with Bar("validating", len(inputs.traces) or None, timed=False, quiet=quiet) as bar:
+            report = validate_local(inputs, skip, lambda what, done, total: bar.update(
+                f"{done:,} of {total:,}", completed=done, description=what))
     return report, time.perf_counter() - start
 
 
-def print_validation(report, seconds: float, strict: bool, violations: Path, show: int) -> None:
-    """The summary table per check; every violation written to `violations` (NDJSON)."""
+def print_validation(report, seconds: float, strict: bool, violations: Path, show: int, results: Results,
+                     suite: str = "validate") -> None:
+    """The summary table per check, and a result case per check; every violation written to
+    `violations` (NDJSON)."""
     u = report.units
     table = Table(
         title=(
@@ -128,6 +159,15 @@ def print_validation(report, seconds: float, strict: bool, violations: Path, sho
         reported = check in REPORTED and not strict
         verdict = "ok" if not found else (f"reported: {REPORTED[check]}" if reported else "VIOLATED")
         table.add_row(CHECK_FAMILY[check], check, str(len(found)), str(sum(v.count for v in found)), verdict)
+        name = f"{CHECK_FAMILY[check]}/{check}"
+        if not found:
+            results.add(suite, name)
+            continue
+        first = f"{len(found):,} violations, the first: {found[0].run} {found[0].subject}: {found[0].detail}"
+        if reported:
+            results.add(suite, name, notes=[f"{verdict}; {first}; {violations}"])
+        else:
+            results.add(suite, name, "failed", first, invariant=check, file=violations)
     out.print(table)
     violations.parent.mkdir(parents=True, exist_ok=True)
     with open(violations, "w") as f:
@@ -136,6 +176,61 @@ def print_validation(report, seconds: float, strict: bool, violations: Path, sho
     out.print(f"{len(report.violations)} violation records written to {violations}")
     for v in report.violations[:show]:
         out.print(f"  {v.check} {v.run} {v.subject}: {v.detail}")
+
+
+def add_result_options(p: argparse.ArgumentParser) -> None:
+    """The machine-readable results of a judging command (report/ci.py; docs/ci.md)."""
+    g = p.add_argument_group("results for CI")
+    g.add_argument("--junit", metavar="FILE",
+                   help="also write the verdicts as JUnit XML, one test case per configuration, toggle, proof, "
+                        "invariant or check")
+    g.add_argument("--summary-json", metavar="FILE",
+                   help="also write the verdicts as JSON (schema: rmqcheck/report/summary.schema.json, docs/ci.md)")
+
+
+def findings_case(results: Results, suite: str, name: str, found: Sequence[tuple], seconds: float,
+                  notes: Sequence[str] = ()) -> None:
+    """One case per hunted or explored configuration. `found`: (invariant, kind, steps, message,
+    file) of each violation. An unexplained one fails the case; the others (not promised here, or
+    the snapshot's known defects) are notes."""
+    bad = [f for f in found if f[1] == UNEXPLAINED]
+    notes = [f"{i} ({kind}, {steps} steps): {message}; {path}" for i, kind, steps, message, path in found
+             if kind != UNEXPLAINED] + list(notes)
+    if not bad:
+        results.add(suite, name, seconds=seconds, notes=notes)
+        return
+    invariant, _, steps, message, path = bad[0]
+    results.add(suite, name, "failed", f"{invariant} violated (unexplained, {steps} steps): {message}",
+                invariant=invariant, file=path, seconds=seconds,
+                notes=notes + [f"also {i} (unexplained): {p}" for i, _, _, _, p in bad[1:]])
+
+
+def invariant_case(results: Results, suite: str, name: str, promised: bool, found: tuple | None, seconds: float,
+                   notes: Sequence[str] = ()) -> None:
+    """One case per invariant of an explored configuration: failed by a violation (`found`, as in
+    `findings_case`) of what the configuration promises; one it does not promise is a note."""
+    if found is None:
+        results.add(suite, name, seconds=seconds, notes=notes)
+        return
+    invariant, kind, steps, message, path = found
+    text = f"{invariant} violated ({kind}, {steps} steps): {message}"
+    if promised:
+        results.add(suite, name, "failed", text, invariant=invariant, file=path, seconds=seconds, notes=notes)
+    else:
+        results.add(suite, name, seconds=seconds, notes=[f"not promised here: {text}; {path}", *notes])
+
+
+def row_case(results: Results, suite: str, name: str, row) -> None:
+    """A matrix row (checkers/tables/matrix.py) as a case."""
+    found = [(c.invariant, c.kind, c.steps, c.message, c.path) for c in row.cells if c.kind]
+    reach = [] if row.exhaustive else [f"not exhaustive: every state within {row.depth} steps checked"]
+    findings_case(results, suite, name, found, row.explore_seconds + row.hunt_seconds, reach)
+
+
+def divergence_text(divergence) -> str:
+    """A conformance divergence in one line: where, and every field that differs."""
+    return (f"the code and the model differ after {len(divergence.steps)} requests (shrunk): "
+            + "; ".join(f"{k}: java {j!r}, model {m!r}" for k, j, m in divergence.last.diffs))
 
 
 def add_source_argument(p: argparse.ArgumentParser) -> None:

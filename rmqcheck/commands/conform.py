@@ -18,7 +18,17 @@ from rmqcheck.model.config import Config
 from rmqcheck.traces.files import part_name, write_part
 from rmqcheck.traces.recorder import Corpus, random_step, run_id, run_records
 
-from .common import Drivers, UsageError, add_source_argument, budget_seconds, err, out, positive
+from .common import (
+    Bar,
+    Drivers,
+    UsageError,
+    add_result_options,
+    add_source_argument,
+    budget_seconds,
+    divergence_text,
+    out,
+    positive,
+)
 
 NAME = "conform"
 HELP = "compare the model with RocketMQ's own classes, compiled from a source tree"
@@ -44,6 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rec.add_argument("--runs-per-file", type=positive, default=1000)
     rec.add_argument("--config", action="append", metavar="NAME|FILE",
                      help="configuration to cycle through (repeatable; default durable, durable3)")
+    add_result_options(p)
 
 
 def run(args) -> int:
@@ -59,19 +70,25 @@ def _compare(args, drivers: Drivers) -> int:
     out.print(f"conformance: RocketMQ's classes against the model, seed {args.seed}, budget {args.budget:g}s, "
               f"up to {args.ops} requests a sequence")
 
-    def progress(sequences: int, ops: int, seconds: float) -> None:
-        err.print(f"[dim]  {sequences:,} sequences, {ops:,} requests compared, {ops / max(seconds, 1e-9):,.0f}/s[/dim]")
+    with Bar("conformance", args.budget) as bar:
+        def progress(sequences: int, ops: int, seconds: float) -> None:
+            bar.update(f"{sequences:,} sequences, {ops:,} requests compared, {ops / max(seconds, 1e-9):,.0f}/s")
 
-    tally = conform.conform(drivers.core, args.seed, args.budget, args.ops, args.sequences,
-                            progress if err.is_terminal else None, args.generator, ha_driver=drivers.ha)
+        tally = conform.conform(drivers.core, args.seed, args.budget, args.ops, args.sequences, progress,
+                                args.generator, ha_driver=drivers.ha)
     rate = tally.operations / max(tally.seconds, 1e-9)
     out.print(f"{tally.sequences:,} sequences, {tally.operations:,} requests compared in {tally.seconds:.1f}s "
               f"({rate:,.0f}/s); not compared (the model has none): {', '.join(conform.NOT_COMPARED)}")
+    case = f"RocketMQ's classes against the model (seed {args.seed})"
     if tally.divergence is None:
         out.print("[green]the code and the model agreed on every request[/]")
+        args.results.add("conform", case, seconds=tally.seconds,
+                         notes=[f"{tally.sequences:,} sequences, {tally.operations:,} requests; {drivers.loaded()}"])
         return 0
     path = conform.write_scenario(tally.divergence, Path(args.out) / f"conform-seed{args.seed}.scn",
                                   f"rmqcheck conform --seed {args.seed}")
+    args.results.add("conform", case, "failed", divergence_text(tally.divergence), invariant="conformance",
+                     file=path, seconds=tally.seconds)
     last = tally.divergence.last
     out.print(f"[bold red]divergence after {len(tally.divergence.steps)} requests (shrunk)[/]:")
     for step in tally.divergence.steps:
@@ -140,18 +157,23 @@ def _record(args, drivers: Drivers) -> int:
     target = Path(args.record)
     target.mkdir(parents=True, exist_ok=True)
     rec, start, events = _Recording(), time.perf_counter(), 0
-    for part in range(-(-corpus.runs // corpus.runs_per_file)):
-        first = part * corpus.runs_per_file
-        count = min(corpus.runs_per_file, corpus.runs - first)
-        events += write_part(target / part_name(part, corpus.fmt), rec.runs(drivers, corpus, first, count), corpus.fmt)
-        if err.is_terminal:
-            err.print(f"[dim]  {first + count:,} runs, {rec.calls:,} calls compared[/dim]")
+    with Bar("recording", corpus.runs, timed=False) as bar:
+        for part in range(-(-corpus.runs // corpus.runs_per_file)):
+            first = part * corpus.runs_per_file
+            count = min(corpus.runs_per_file, corpus.runs - first)
+            events += write_part(target / part_name(part, corpus.fmt), rec.runs(drivers, corpus, first, count),
+                                 corpus.fmt)
+            bar.update(f"{rec.calls:,} calls compared", advance=count)
     seconds = time.perf_counter() - start
     out.print(f"recorded {corpus.runs:,} runs ({', '.join(corpus.names)}, intended model; controller and epoch "
               f"cache in the snapshot's form), {rec.transitions:,} transitions and {rec.calls:,} calls into RocketMQ's classes, "
               f"{events:,} records to {target} in {seconds:.1f}s ({rec.transitions / max(seconds, 1e-9):,.0f} "
               f"transitions/s); validate it with: rmqcheck validate {target}")
+    case = f"recording {corpus.runs:,} runs (seed {args.seed})"
     if rec.difference is not None:
         out.print(f"[bold red]the code and the model differ[/] (validate reports where): {rec.difference}")
+        args.results.add("conform", case, "failed", f"the code and the model differ: {rec.difference}",
+                         invariant="conformance", seconds=seconds, notes=[f"rmqcheck validate {target}"])
         return 1
+    args.results.add("conform", case, seconds=seconds, notes=[f"{rec.calls:,} calls compared; {target}"])
     return 0

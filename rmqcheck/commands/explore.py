@@ -18,7 +18,7 @@ from rmqcheck.model import configs
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, format_action
 
-from .common import UsageError, budget_seconds, explore_progress, out
+from .common import Bar, UsageError, add_result_options, budget_seconds, invariant_case, out
 
 NAME = "explore"
 HELP = "exhaustive breadth-first exploration of a bounded configuration"
@@ -35,9 +35,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-depth", type=int, help="depth bound")
     p.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="broker renaming")
     p.add_argument("--out", default="counterexamples", help="directory for counterexample files")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--liveness", action="store_true", help="check the liveness properties (L1-L3) instead")
     p.add_argument("--bug", action="append", metavar="NAME", help="turn on a bug toggle (repeatable)")
+    add_result_options(p)
 
 
 def run(args) -> int:
@@ -65,8 +66,8 @@ def run(args) -> int:
     out.print(f"exploring {args.config}: {description}")
     _print_bounds(cfg, bounds)
     ex = explore.Explorer(cfg, bounds)
-    progress = None if args.quiet else lambda p: explore_progress(args.config, p)
-    r = ex.run(args.budget, progress=progress, progress_every=10.0)
+    with Bar(f"exploring {args.config}", args.budget, quiet=args.quiet) as bar:
+        r = ex.run(args.budget, progress=bar.explored, progress_every=1.0)
     verdict = "exhaustive" if r.exhaustive else f"NOT exhaustive (stopped: {r.stopped})"
     out.print(
         f"{r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, {r.seconds:.1f}s "
@@ -78,19 +79,25 @@ def run(args) -> int:
         table.add_column(col, overflow="fold")
     failed = 0
     out_dir = Path(args.out)
+    suite = f"explore {args.config}"
+    reach = [] if r.exhaustive else [f"not exhaustive: {r.stopped}, every state within {r.depth} steps checked"]
     for inv in CATALOGUE:
         hit = r.hits.get(inv.id)
         expected = inv.expected(cfg)
+        name = f"{inv.id} {inv.name}"
         if hit is None:
             verdict_text = "holds" + ("" if r.exhaustive else " (so far)")
             where = "-"
+            invariant_case(args.results, suite, name, expected, None, r.seconds, reach)
         else:
             failed += expected
             verdict_text = "[red]VIOLATED[/]" if expected else "violated (not promised here)"
             finding = explain(cfg, list(hit.actions), inv.id, hit.message, None, "explore", len(hit.actions))
             path = write_finding(finding, out_dir / f"explore-{Path(args.config).stem}-{inv.id}.json")
             where = f"{len(hit.actions)} steps: {path}"
-        table.add_row(f"{inv.id} {inv.name}", "yes" if expected else "no", verdict_text, where)
+            invariant_case(args.results, suite, name, expected,
+                           (inv.id, finding.kind, len(hit.actions), hit.message, path), r.seconds, reach)
+        table.add_row(name, "yes" if expected else "no", verdict_text, where)
     out.print(table)
     _print_coverage(r.coverage)
     return 1 if failed else 0
@@ -126,6 +133,10 @@ def _explore_mode(args) -> int:
             where = f"{c.steps} steps: {c.path}; {c.message}"
         table.add_row(f"{inv.id} {inv.name}", "yes" if c.promised else "no", verdict, where)
     out.print(table)
+    for c in row.cells:
+        inv = invariants[c.invariant]
+        invariant_case(args.results, f"explore {args.config}", f"{inv.id} {inv.name}", c.promised,
+                       (c.invariant, c.kind, c.steps, c.message, c.path) if c.kind else None, row.explore_seconds)
     return 1 if any(c.promised and c.kind for c in row.cells) else 0
 
 
@@ -147,6 +158,7 @@ def _explore_liveness(args, cfg: Config, bounds: explore.Bounds, description: st
         lasso = r.lassos.get(prop.id)
         if lasso is None:
             out.print(f"[green]{prop.id} {prop.name} holds[/] (no fair cycle keeps it open)")
+            args.results.add(f"liveness {args.config}", f"{prop.id} {prop.name}", seconds=e.seconds)
             continue
         failed += 1
         actions = lasso.prefix + lasso.cycle
@@ -161,6 +173,9 @@ def _explore_liveness(args, cfg: Config, bounds: explore.Bounds, description: st
             mark = "  <- loop" if i == len(lasso.prefix) + 1 else ""
             out.print(f"  {i:3d}. {format_action(a)}{mark}")
         out.print(f"  counterexample: {path}   (replay: rmqcheck replay {path})")
+        args.results.add(f"liveness {args.config}", f"{prop.id} {prop.name}", "failed",
+                         f"{prop.id} violated: {lasso.obligation} stays open on a fair cycle", invariant=prop.id,
+                         file=path, seconds=e.seconds)
     return 1 if failed else 0
 
 

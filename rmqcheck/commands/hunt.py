@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from rmqcheck.checkers.search import explore
@@ -24,7 +25,7 @@ from rmqcheck.model.bugs import BY_NAME
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import format_action
 
-from .common import UsageError, budget_seconds, explore_progress, out, stateful_progress
+from .common import Bar, UsageError, add_result_options, budget_seconds, out
 
 NAME = "hunt"
 HELP = "search for a violation of the invariants expected to hold"
@@ -52,6 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="without --bug: hunt the intended baseline (every in-snapshot defect fixed)",
     )
+    add_result_options(p)
 
 
 def run(args) -> int:
@@ -70,13 +72,22 @@ def run(args) -> int:
         f"budget {args.budget:g}s, seed {args.seed}"
     )
     hunters = {"stateful": _hunt_stateful, "explore": _hunt_explore, "walk": _hunt_walk, "guided": _hunt_guided}
-    finding = hunters[args.method](cfg, targets, args, label)
+    started = time.perf_counter()
+    with Bar(f"{label} ({args.method})", args.budget) as bar:
+        finding = hunters[args.method](cfg, targets, args, bar)
+    seconds = time.perf_counter() - started
+    case = f"{label} ({args.method}, seed {args.seed})"
     if finding is None:
         out.print(f"[green]no violation found[/] within {args.budget:g}s")
+        args.results.add("hunt", case, seconds=seconds, notes=[f"invariants {', '.join(sorted(targets))}"])
         return 0
     path = Path(args.out) if args.out else default_path("counterexamples", f"{label}-{args.method}", finding)
     write_finding(finding, path)
     _print_finding(finding, path)
+    cx = finding.counterexample
+    args.results.add("hunt", case, "failed", f"{cx.invariant} {BY_ID[cx.invariant].name} violated ({finding.kind}, "
+                     f"{len(cx.actions)} steps): {cx.message}", invariant=cx.invariant, file=path, seconds=seconds,
+                     notes=[finding.note])
     return 1
 
 
@@ -105,8 +116,8 @@ def _print_finding(f: Finding, path: Path | None) -> None:
         out.print(f"  counterexample: {path}   (replay: rmqcheck replay {path})")
 
 
-def _hunt_stateful(cfg: Config, targets, args, label: str) -> Finding | None:
-    finding, result = find(cfg, targets, args.budget, args.seed, on_batch=stateful_progress(label))
+def _hunt_stateful(cfg: Config, targets, args, bar: Bar) -> Finding | None:
+    finding, result = find(cfg, targets, args.budget, args.seed, on_batch=bar.stateful)
     rate = result.stats.steps / max(result.seconds, 1e-9)
     out.print(
         f"{result.stats.examples} examples, {result.stats.steps} steps in {result.seconds:.1f}s ({rate:,.0f} steps/s)"
@@ -114,8 +125,8 @@ def _hunt_stateful(cfg: Config, targets, args, label: str) -> Finding | None:
     return finding
 
 
-def _hunt_explore(cfg: Config, targets, args, label: str) -> Finding | None:
-    found, tried = explore.hunt(cfg, targets, args.budget, explore_progress)
+def _hunt_explore(cfg: Config, targets, args, bar: Bar) -> Finding | None:
+    found, tried = explore.hunt(cfg, targets, args.budget, lambda scope, p: bar.explored(p, scope))
     for scope, bounds, r in tried:
         out.print(
             f"scope {explore.describe_scope(scope, bounds)}: {r.states:,} states, {r.transitions:,} "
@@ -127,24 +138,17 @@ def _hunt_explore(cfg: Config, targets, args, label: str) -> Finding | None:
     return explain(found.cfg, list(h.actions), h.invariant, h.message, None, "explore", len(h.actions))
 
 
-def _hunt_walk(cfg: Config, targets, args, label: str) -> Finding | None:
-    r = walk(cfg, args.seed, args.depth, args.budget, targets, progress=_walk_progress(label, "walks"))
+def _hunt_walk(cfg: Config, targets, args, bar: Bar) -> Finding | None:
+    r = walk(cfg, args.seed, args.depth, args.budget, targets, progress=bar.walked("walks"))
     summary = f"{r.walks:,} walks of up to {args.depth} steps, {r.steps:,} steps in {r.seconds:.1f}s"
     return _walk_finding(cfg, r, args, "walk", summary, "walk")
 
 
-def _hunt_guided(cfg: Config, targets, args, label: str) -> Finding | None:
-    r = guided(cfg, args.seed, args.budget, targets, progress=_walk_progress(label, "rounds"))
+def _hunt_guided(cfg: Config, targets, args, bar: Bar) -> Finding | None:
+    r = guided(cfg, args.seed, args.budget, targets, progress=bar.walked("rounds"))
     summary = (f"{r.walks:,} rounds of {GUIDED_HOP} steps from {r.kept:,} kept states, {r.steps:,} steps in "
                f"{r.seconds:.1f}s")
     return _walk_finding(cfg, r, args, "guided", summary, "round", " from the start")
-
-
-def _walk_progress(label: str, unit: str):
-    def report(count: int, steps: int, seconds: float) -> None:
-        out.print(f"  {label}: {count:,} {unit}, {steps:,} steps, {steps / max(seconds, 1e-9):,.0f} steps/s")
-
-    return report
 
 
 def _walk_finding(cfg: Config, r, args, method: str, summary: str, unit: str, since: str = "") -> Finding | None:

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from rmqcheck.checkers.counterexamples.files import write
 
-from .common import UsageError, out
+from .common import UsageError, add_result_options, out
 
 NAME = "prove"
 HELP = "Z3 proofs of the truncation search, and counterexamples to its wrong variants"
@@ -20,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=8, help="longest epoch list on each side (default 8)")
     p.add_argument("--only", action="append", metavar="ID", help="one property id or variant toggle (repeatable)")
     p.add_argument("--out", default="counterexamples/prove", help="directory for counterexample files")
+    add_result_options(p)
 
 
 def run(args) -> int:
@@ -27,6 +28,10 @@ def run(args) -> int:
 
     if args.k < 1:
         raise UsageError("--k must be at least 1")
+    known = [p.id for p in proofs.PROPERTIES] + [v.toggle for v in proofs.VARIANTS]
+    unknown = sorted(set(args.only or ()) - set(known))
+    if unknown:
+        raise UsageError(f"--only: unknown property or variant {unknown}; known: {', '.join(known)}")
     started = time.perf_counter()
     outcomes = proofs.run_all(args.k, args.only or ())
     table = Table(title=f"rmqcheck prove: model/epochfile.py's consistent-point search, lists of 0..{args.k} entries")
@@ -47,9 +52,11 @@ def run(args) -> int:
             f"[{colour}]{o.result}[/]",
             f"{o.seconds:.2f}s",
         )
+        path = None
         if o.witness is not None:
             path = write(proofs.counterexample(o, variant), out_dir / f"{o.id.replace(' / ', '--')}.json")
             files.append((o, path))
+        _proof_case(args.results, "truncation search", o, f"{o.result}, {o.expected} expected", path)
     out.print(table)
     for o, path in files:
         w = o.witness
@@ -60,7 +67,7 @@ def run(args) -> int:
     if not args.only:
         for line in proofs.unbounded_report():
             out.print(line)
-        bad_offsets = _prove_dledger_offsets()
+        bad_offsets = _prove_dledger_offsets(args.results)
     else:
         bad_offsets = []
     bad = [o for o in outcomes if not o.ok] + bad_offsets
@@ -74,7 +81,16 @@ def run(args) -> int:
     return 0
 
 
-def _prove_dledger_offsets() -> list:
+def _proof_case(results, suite: str, o, what: str, path=None) -> None:
+    """A proof (or a refutation of a wrong variant) is a case: failed when Z3's answer is not the
+    expected one."""
+    if o.ok:
+        results.add(suite, o.id, seconds=o.seconds, notes=[what], file=path)
+    else:
+        results.add(suite, o.id, "failed", f"{o.id}: {what}", invariant=o.id, file=path, seconds=o.seconds)
+
+
+def _prove_dledger_offsets(results) -> list:
     """The DLedgerCommitLog offset mapping: each obligation proved, each mutant refuted."""
     from rmqcheck.checkers.proofs import dledger_offsets as dledger_proofs
 
@@ -85,5 +101,6 @@ def _prove_dledger_offsets() -> list:
     for o in outcomes:
         colour = "green" if o.ok else "bold red"
         table.add_row(o.id, o.variant, o.expected, f"[{colour}]{o.result}[/]", f"{o.seconds:.2f}s", o.witness)
+        _proof_case(results, "DLedger offset mapping", o, f"{o.result}, {o.expected} expected; {o.witness or ''}")
     out.print(table)
     return [o for o in outcomes if not o.ok]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rmqcheck.traces.schema import TraceError
 
-from .common import out, print_validation, run_validation
+from .common import add_result_options, out, print_validation, run_validation
 
 NAME = "validate"
 HELP = "check recorded traces, OpenChaos histories and epoch files"
@@ -25,6 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true", help="count duplicates and stuck replicas as violations too")
     p.add_argument("--show", type=int, default=10, help="violations to print (default 10)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_result_options(p)
 
 
 def run(args) -> int:
@@ -32,8 +33,9 @@ def run(args) -> int:
         report, seconds = run_validation(args.paths, args.engine, args.skip_bad_records, args.master, args.quiet)
     except TraceError as exc:
         print(f"rmqcheck: bad input: {exc}", file=sys.stderr)
+        args.results.add("validate", "input", "error", f"bad input: {exc}")
         return 2
-    print_validation(report, seconds, args.strict, Path(args.violations), args.show)
+    print_validation(report, seconds, args.strict, Path(args.violations), args.show, args.results)
     if report.bad:
         rejected = Path(args.rejected)
         rejected.parent.mkdir(parents=True, exist_ok=True)
