@@ -360,3 +360,11 @@ def test_validate_exit_statuses_and_the_side_file(tmp_path, capsys):
 def test_validate_names_a_missing_path(tmp_path, capsys):
     assert main(["validate", str(tmp_path / "nope")]) == 2
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_an_openchaos_history_alone_validates_on_the_local_engine(tmp_path, capsys):
+    """It crashed after checking (KeyError: 'events', issue 30): every unit is reported."""
+    history = Path(__file__).parent / "data" / "openchaos-queue-history"
+    assert main(["validate", str(history), "--violations", str(tmp_path / "v.ndjson"), "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "0 events in 0 runs, 1 OpenChaos histories" in out and "lost_ack" in out
