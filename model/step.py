@@ -807,11 +807,34 @@ ACTIONS: dict[str, ActionKind] = {
 }
 
 
+def _bounds(name: str, cfg: Config) -> tuple[int, int | None]:
+    if name in ("broker", "slave"):
+        return 1, cfg.brokers
+    return {"queue": (0, cfg.queues - 1), "lost": (0, 1), "mask": (1, (1 << cfg.brokers) - 1),
+            "msg": (1, cfg.max_messages), "keep": (0, None),
+            "size": (min(cfg.message_sizes), max(cfg.message_sizes))}[name]
+
+
+def argument_problem(action: Action, cfg: Config) -> str | None:
+    """What puts an argument outside the values `candidates` can give it under `cfg` (a broker
+    id of 0, -1 or beyond the configured count would index the broker list from the end)."""
+    for name, v in zip(ACTIONS[action[0]].args, action[1:]):
+        low, high = _bounds(name, cfg)
+        if v < low or (high is not None and v > high) or (name == "size" and v not in cfg.message_sizes):
+            where = f"one of {list(cfg.message_sizes)}" if name == "size" else \
+                f"at least {low}" if high is None else f"between {low} and {high}"
+            return f"{name} {v} is outside this configuration: it must be {where}"
+    return None
+
+
 def step(s: State, action: Action, cfg: Config) -> State:
     """Apply one action; raises NotEnabled if it cannot happen in `s`."""
     kind = ACTIONS.get(action[0]) if action else None
     if kind is None or len(action) != len(kind.args) + 1:
         raise NotEnabled(f"unknown action {action!r}")
+    problem = argument_problem(action, cfg)
+    if problem:
+        raise NotEnabled(f"{format_action(action)}: {problem}")
     nxt = kind.rule(s, cfg, *action[1:])
     if nxt is None:
         raise NotEnabled(format_action(action))

@@ -30,8 +30,10 @@ class Rule(NamedTuple):
 
 
 def step(rules: dict[str, Rule], s: Any, action: tuple, cfg: Any) -> Any:
+    """Apply one action; NotEnabled unless its arguments are ones the table tries in `s` (a node
+    id of -1 would otherwise index the node list from the end)."""
     rule = rules.get(action[0])
-    if rule is None:
+    if rule is None or tuple(action[1:]) not in rule.args(s, cfg):
         raise NotEnabled
     return rule.apply(s, cfg, *action[1:])
 

@@ -137,6 +137,19 @@ def test_bad_usage_exits_2_with_a_message(capsys, argv, message):
         ["check", "--modes", "classic,no_such_config"],
         ["simulate", "--out", "x", "--runs", "many"],
         ["validate", "x", "--engine", "flink"],
+        # nan ran forever or did nothing and passed; inf and negative depths claimed vacuous
+        # exhaustive results (issue 30)
+        ["hunt", "--budget", "nan"],
+        ["hunt", "--method", "walk", "--budget", "inf"],
+        ["hunt", "--method", "walk", "--depth", "-3"],
+        ["explore", "--max-depth", "-1"],
+        ["explore", "--budget", "inf"],
+        ["explore", "--max-epoch", "-2"],
+        ["check", "--conform-budget", "nan"],
+        ["conform", "--budget", "-inf"],
+        ["bugs", "--measure", "--budget", "NaN"],
+        ["prove", "--k", "0"],
+        ["validate", "x", "--show", "-1"],
     ],
 )
 def test_out_of_range_arguments_are_usage_errors(capsys, argv):
@@ -191,6 +204,16 @@ def _cx(**over) -> dict:
         ("config brokers=2\nexpect L1\ntick\nloop\n", "'loop' must be an action index below 1"),
         ("config brokers=2\nexpect L1\nloop now\ntick\n", ":3: 'loop' stands alone"),
         (json.dumps(_cx(invariant={"id": "L2"}, loop=5)), "'loop' must be an action index below 1"),
+        # A broker id outside the configuration once indexed the broker list from the end (issue 30).
+        (json.dumps(_cx(actions=[{"action": "heartbeat", "broker": -1}])),
+         "actions[0]: heartbeat(broker=-1): broker -1 is outside this configuration: it must be between 1 and 2"),
+        (json.dumps(_cx(actions=[{"action": "crash", "broker": 0, "keep": 0}])), "broker 0 is outside"),
+        ("config brokers=2\nexpect I1\ntick\nha_connect slave=3\n",
+         ":4: ha_connect(slave=3): slave 3 is outside this configuration: it must be between 1 and 2"),
+        ("config brokers=2\nexpect I1\nsend broker=1 queue=-1 size=1\n", ":3: send(broker=1, queue=-1, size=1): queue -1"),
+        ("config brokers=2\nexpect I1\nsend broker=1 queue=0 size=5\n", "size 5 is outside this configuration: "
+         "it must be one of [1, 2]"),
+        ("mode classic\nexpect C3\nsend size=1\nconnect slave=-1\n", "step 2: connect slave=-1 is not enabled"),
     ],
 )
 def test_malformed_counterexample_files_exit_2_naming_the_problem(tmp_path, capsys, content, message):

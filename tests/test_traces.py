@@ -5,6 +5,7 @@ every reader."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,7 +17,7 @@ from rmqcheck.cli import main
 from rmqcheck.traces import files, stores
 from rmqcheck.traces.openchaos import read_history
 from rmqcheck.traces.recorder import STATE_FIELDS, Corpus, simulate
-from rmqcheck.traces.schema import TraceError, documented, json_schema
+from rmqcheck.traces.schema import ARROW, TraceError, documented, json_schema
 from rmqcheck.traces.validate import discover, validate_local
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -289,15 +290,28 @@ def test_a_bad_openchaos_line_is_named(tmp_path, line, what):
         ("2\n0\n1-0\n", None, "count line says 2"),
         ("1\n5\n1-0\n", None, "crc 5 does not match"),
         # a 0-byte main file (a torn write) is a NumberFormatException: no .bak fallback (reference §1.5)
-        ("", "1\n0\n1-0\n", "not a number"),
+        ("", "1\n0\n1-0\n", "the count line is missing"),
         (None, "1\n0\n1-0\n", None),  # no main file: the .bak is read
         ("2\n0\n2-5\n1-0\n", None, "does not follow"),
+        # Long.parseLong and Integer.parseInt refuse what a Python int() takes: the store does not start
+        ("1\n0\n1-9223372036854775808\n", None, "start offset of line 3 '9223372036854775808' is not a long"),
+        ("1\n0\n2147483648-0\n", None, "epoch of line 3 '2147483648' is not an int"),
+        ("1\n0\n1- 5\n", None, "' 5' is not a long"),
+        ("1\n0\n1-5_0\n", None, "'5_0' is not a long"),
+        ("1\n0\r\n1-5-\r\n", None, None),  # readLine takes \r\n; String.split drops the trailing empty part
+        (b"\xff\xfe", "1\n0\n1-0\n", None),  # not UTF-8: an IOException, the .bak is read
+        ("dir", "1\n0\n1-0\n", None),  # a directory in its place: the same
+        (b"\xff\xfe", None, "not UTF-8 (byte 0): MalformedInputException); no .bak"),
     ],
 )
 def test_bad_epoch_files_are_store_findings(tmp_path, main_text, bak_text, what):
     store = tmp_path / "set" / "broker-1"
     store.mkdir(parents=True)
-    if main_text is not None:
+    if main_text == "dir":
+        (store / stores.FILE).mkdir()
+    elif isinstance(main_text, bytes):
+        (store / stores.FILE).write_bytes(main_text)
+    elif main_text is not None:
         (store / stores.FILE).write_text(main_text)
     if bak_text is not None:
         (store / stores.BAK).write_text(bak_text)
@@ -367,4 +381,71 @@ def test_an_openchaos_history_alone_validates_on_the_local_engine(tmp_path, caps
     history = Path(__file__).parent / "data" / "openchaos-queue-history"
     assert main(["validate", str(history), "--violations", str(tmp_path / "v.ndjson"), "--quiet"]) == 1
     out = capsys.readouterr().out
-    assert "0 events in 0 runs, 1 OpenChaos histories" in out and "lost_ack" in out
+    assert "0 events in 0 runs, 1 OpenChaos histories (24 records)" in out and "lost_ack" in out
+
+
+@pytest.mark.parametrize("make", ["empty-trace", "empty-history", "no-events"])
+def test_inputs_with_no_record_are_nothing_to_validate(tmp_path, capsys, make):
+    if make == "empty-trace":
+        target = tmp_path / "part-00000.ndjson"
+        target.write_text("")
+    elif make == "empty-history":
+        target = tmp_path / "queue-history"
+        target.write_text("")
+    else:
+        target = tmp_path / "corpus"
+        target.mkdir()
+        pq.write_table(pa.Table.from_pylist([], schema=ARROW), target / "part-00000.parquet")
+    v = str(tmp_path / "v.ndjson")
+    assert main(["validate", str(target), "--violations", v, "--quiet"]) == 2
+    assert "nothing to validate" in capsys.readouterr().err
+    assert main(["validate", str(target), "--violations", v, "--quiet", "--allow-empty"]) == 0
+
+
+def test_every_file_under_a_folder_is_read_or_reported(tmp_path, capsys, monkeypatch):
+    """Dangling links, link loops and unreadable files were silently dropped (issue 30)."""
+    d = corpus(tmp_path / "c", stores=False)
+    v = str(tmp_path / "v.ndjson")
+    dangling = d / "part-00009.ndjson"
+    dangling.symlink_to(tmp_path / "gone.ndjson")
+    assert main(["validate", str(d), "--violations", v, "--quiet"]) == 2
+    assert f"{dangling}: file: a symbolic link to nothing (dangling)" in capsys.readouterr().err
+    dangling.unlink()
+    (d / "sub").mkdir()
+    (d / "sub" / "up").symlink_to(d)
+    assert main(["validate", str(d), "--violations", v, "--quiet"]) == 2
+    assert f"{d / 'sub' / 'up'}: folder: a symbolic link loop" in capsys.readouterr().err
+    (d / "sub" / "up").unlink()
+    (d / "self").symlink_to(d / "self")
+    assert main(["validate", str(d), "--violations", v, "--quiet"]) == 2
+    assert "self: file: cannot be read: Too many levels of symbolic links" in capsys.readouterr().err
+    (d / "self").unlink()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: not str(p).endswith("part-00001.ndjson") and real_access(p, mode))
+    assert main(["validate", str(d), "--violations", v, "--quiet"]) == 2  # as a user without the right to read it
+    assert "part-00001.ndjson: file: cannot be read: permission denied" in capsys.readouterr().err
+    monkeypatch.undo()
+    (d / "twin.ndjson").symlink_to(d / "part-00000.ndjson")  # one file by two names: read once
+    assert main(["validate", str(d), "--violations", v, "--quiet"]) == 0
+
+
+def test_a_path_named_twice_is_refused_saying_so(tmp_path, capsys):
+    d = corpus(tmp_path / "c", stores=False)
+    v = str(tmp_path / "v.ndjson")
+    assert main(["validate", str(d), str(d), "--violations", v]) == 2
+    assert "named twice" in capsys.readouterr().err
+    assert main(["validate", str(d), str(d / "part-00000.ndjson"), "--violations", v]) == 2
+    assert f"named twice: {d} already includes it" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("broker", [-1, 0, 7])
+def test_a_trace_naming_a_broker_outside_its_configuration_does_not_conform(tmp_path, broker):
+    """broker -1 once indexed the broker list from the end and conformed (issue 30)."""
+    d = corpus(tmp_path, stores=False)
+    part = d / "part-00000.ndjson"
+    recs = ndjson_lines(part)
+    rec = next(r for r in recs if r["kind"] == "heartbeat")
+    rec["args"] = [broker]
+    write_lines(part, recs)
+    found = [v for v in validate_local(discover([str(d)])).violations if v.check == "conformance"]
+    assert len(found) == 1 and f"heartbeat(broker={broker}): broker {broker} is outside this configuration" in found[0].detail

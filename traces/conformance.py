@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from rmqcheck.model.configs import ConfigError, from_dict
 from rmqcheck.model.config import Config
-from rmqcheck.model.step import ACTIONS, NotEnabled, format_action, initial_state, step
+from rmqcheck.model.step import ACTIONS, NotEnabled, argument_problem, format_action, initial_state, step
 from rmqcheck.model.world import State
 
 from .recorder import STATE_FIELDS, held_messages, observe
@@ -107,6 +107,9 @@ def _replay(c: _Columns, a: int, b: int) -> RunVerdict:
         action = (kind, *(c.args[i] or ()))
         if len(action) != len(ACTIONS[kind].args) + 1:
             return fail(matched, seq, f"{kind} takes {len(ACTIONS[kind].args)} args, the record has {len(action) - 1}")
+        problem = argument_problem(action, cfg)
+        if problem:
+            return fail(matched, seq, f"{format_action(action)}: {problem}")
         try:
             nxt = step(s, action, cfg)
         except NotEnabled:

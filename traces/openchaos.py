@@ -38,6 +38,17 @@ def is_history(path: str) -> bool:
     return "history" in Path(path).name and not Path(path).name.endswith((".ndjson", ".parquet"))
 
 
+def count_records(path: str) -> int:
+    """The records (lines, the last one maybe without its newline) a history file holds, so that
+    what was read can be checked against it."""
+    n, last = 0, b"\n"
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            n += block.count(b"\n")
+            last = block[-1:]
+    return n + (last != b"\n")
+
+
 def read_history(path: str, skip: bool = False) -> tuple[pa.Table, list[BadRecord]]:
     """The history table of one OpenChaos file. A bad record raises TraceError naming the line;
     with `skip` it is returned among the BadRecords instead and the rest is read."""

@@ -33,7 +33,7 @@ from rmqcheck.model.world import IN_SYNC_REPLICAS_NOT_ENOUGH, PUT_OK
 from . import history, stores
 from .conformance import replay_table
 from .files import BadRecord, parquet_file, parquet_location, read_file, read_table
-from .openchaos import read_history
+from .openchaos import count_records, read_history
 from .schema import ARROW, FIELDS, KINDS, RUN_START, VERSION, TraceError, row_problem
 from .validate import Inputs, Report, conformance_violation, spans_error
 
@@ -347,10 +347,12 @@ def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None
     else:
         units.update(events=0, runs=0)
         ends = spark.createDataFrame([], "run string, held array<string>")
+    units["history_records"] = 0
     if inputs.histories:
         good_h, rejected = _histories(spark, _Files(inputs.histories), skip)
         bad += rejected
         hist_parts.append(good_h)
+        units["history_records"] = sum(map(count_records, inputs.histories))
     t = time.perf_counter()
     if hist_parts:
         # One shuffle by run; the aggregations and windows that follow are keyed by run, so

@@ -23,6 +23,7 @@ Checks across the replicas of one set (`check_set`):
 
 from __future__ import annotations
 
+import re
 import zlib
 from pathlib import Path
 from typing import Iterable
@@ -55,26 +56,61 @@ def format_epoch_file(entries: Iterable[tuple[int, int]]) -> str:
     return f"{len(entries)}\n{crc(entries)}\n" + "".join(f"{e}-{s}\n" for e, s in entries)
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what BufferedReader.readLine splits on
+_JAVA_INT = re.compile(r"[+-]?\d+")
+
+
+def _lines(text: str) -> list[str]:
+    """The lines readLine returns, in order (no empty line after the last break)."""
+    lines = _LINE_BREAK.split(text)
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _java_number(text: str | None, bits: int, what: str) -> int:
+    """Integer.parseInt (bits 32) or Long.parseLong (bits 64): a NumberFormatException is Fatal."""
+    if text is None:
+        raise Fatal(f"the {what} is missing")
+    value = int(text) if _JAVA_INT.fullmatch(text) else None
+    if value is None or not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        kind = "an int" if bits == 32 else "a long"
+        shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text):,} characters)"
+        raise Fatal(f"the {what} {shown!r} is not {kind} (Java's parse{'Int' if bits == 32 else 'Long'} refuses it)")
+    return value
+
+
 def _parse(text: str) -> list[tuple[int, int]]:
-    lines = text.split("\n")
-    try:
-        count, want_crc = int(lines[0]), int(lines[1])
-    except (ValueError, IndexError):
-        raise Fatal("the count or crc line is missing or not a number") from None
+    """CheckpointFile.read of EpochEntry lines (reference §1.5), as the Java parses them."""
+    lines = _lines(text)
+    count = _java_number(lines[0] if lines else None, 32, "count line")
+    want_crc = _java_number(lines[1] if len(lines) > 1 else None, 32, "crc line")
     entries = []
-    for line in lines[2:]:
+    for n, line in enumerate(lines[2:], start=3):
         parts = line.split("-")
+        while parts and parts[-1] == "":  # String.split drops trailing empty strings
+            parts.pop()
         if len(parts) != 2:
-            continue  # CheckpointFile skips it; the count then mismatches
-        try:
-            entries.append((int(parts[0]), int(parts[1])))
-        except ValueError:
-            raise Fatal(f"entry {line!r} is not <epoch>-<startOffset>") from None
+            continue  # fromLine returns null; the count then mismatches
+        entries.append((_java_number(parts[0], 32, f"epoch of line {n}"),
+                        _java_number(parts[1], 64, f"start offset of line {n}")))
     if len(entries) != count:
         raise Unreadable(f"count line says {count}, the file has {len(entries)} entries")
-    if want_crc != 0 and crc(entries) != want_crc:
-        raise Unreadable(f"crc {want_crc} does not match the entries ({crc(entries)})")
+    # The crc covers every line after the header as read, each ended by the line separator.
+    got_crc = zlib.crc32("".join(line + "\n" for line in lines[2:]).encode()) & 0x7FFFFFFF
+    if want_crc != 0 and got_crc != want_crc:
+        raise Unreadable(f"crc {want_crc} does not match the entries ({got_crc})")
     return entries
+
+
+def _read(path: Path) -> str:
+    """The file's text; what fails to read is an IOException in the Java (falls back to .bak)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise Unreadable(f"{path.name} is not UTF-8 (byte {exc.start}): MalformedInputException") from None
+    except OSError as exc:
+        raise Unreadable(f"{path.name} cannot be read: {exc.strerror or exc}") from None
 
 
 def load_epoch_file(store: Path) -> tuple[list[tuple[int, int]], str]:
@@ -82,7 +118,7 @@ def load_epoch_file(store: Path) -> tuple[list[tuple[int, int]], str]:
     main, bak = store / FILE, store / BAK
     note = ""
     try:
-        entries = _parse(main.read_text()) if main.exists() else []
+        entries = _parse(_read(main)) if main.exists() else []
         if entries:
             return entries, note
         note = "main file absent or empty, .bak used"
@@ -92,7 +128,7 @@ def load_epoch_file(store: Path) -> tuple[list[tuple[int, int]], str]:
         if note.startswith("main file unusable"):
             raise Unreadable(note.replace(", .bak used", "") + "; no .bak")
         return [], "no epoch file"
-    return _parse(bak.read_text()), note
+    return _parse(_read(bak)), note
 
 
 def _increasing(entries: list[tuple[int, int]]) -> str | None:
@@ -100,16 +136,6 @@ def _increasing(entries: list[tuple[int, int]]) -> str | None:
         if e1 <= e0 or s1 <= s0:
             return f"entry {e1}-{s1} does not follow {e0}-{s0} (epochs and starts must strictly increase)"
     return None
-
-
-def store_sets(paths: Iterable[Path]) -> list[Path]:
-    """Broker-set directories under `paths`: parents of store directories holding an epoch file."""
-    found: set[Path] = set()
-    for p in paths:
-        for f in [p] if p.is_file() else p.rglob(FILE + "*"):
-            if f.name in (FILE, BAK):
-                found.add(f.parent.parent)
-    return sorted(found)
 
 
 def check_set(set_dir: str) -> list[Violation]:

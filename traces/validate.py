@@ -9,6 +9,7 @@ history (traces/history.py) and store artefacts (traces/stores.py). The Spark en
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -36,6 +37,9 @@ REPORTED: dict[str, str] = {
 }
 
 CLIENT_OPS = pa.array([history.SEND, history.READ])  # what units["client_ops"] counts
+# What a report counts: trace files, their records (events) and runs, OpenChaos histories and
+# their records (lines), replica sets of store files, and the client operations (sends and reads).
+UNITS = ("files", "events", "runs", "histories", "history_records", "store_sets", "client_ops")
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 
 
@@ -49,29 +53,77 @@ class Inputs(NamedTuple):
 
 
 def discover(paths: Iterable[str]) -> Inputs:
-    """Sorted inputs under `paths`; TraceError for a path that does not exist or holds nothing."""
+    """Sorted inputs under `paths`. Every file under them is looked at, and whatever cannot be
+    (a dangling symbolic link, a link loop, an unreadable file or folder) is a TraceError, as is
+    a path that does not exist, holds nothing to validate or is named twice."""
     traces: set[str] = set()
     hist: set[str] = set()
     sets: set[str] = set()
-    for p in map(Path, paths):
-        if not p.exists():
-            raise TraceError(str(p), "path", "no such file or directory")
-        found = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
+    given: dict[Path, str] = {}  # real path -> the name it was given by
+    for name in paths:
+        p = Path(name)
+        _check_entry(p, "path")
+        real = p.resolve()
+        for other_real, other in given.items():
+            if real == other_real or other_real in real.parents or real in other_real.parents:
+                raise TraceError(name, "path", f"named twice: {other} already includes it" if real != other_real
+                                 or real.is_file() else f"named twice (as {other})")
+        given[real] = name
         before = len(traces) + len(hist) + len(sets)
-        for f in found:
+        for f in [p] if p.is_file() else _files(p):
             if f.suffix[1:] in FORMATS:
                 traces.add(str(f))
+            elif f.name in (stores.FILE, stores.BAK):
+                sets.add(str(f.parent.parent))
             elif openchaos.is_history(str(f)):
                 hist.add(str(f))
-        sets.update(str(s) for s in stores.store_sets([p]))
         if len(traces) + len(hist) + len(sets) == before:
-            raise TraceError(str(p), "path", "no traces (.ndjson/.parquet), OpenChaos histories or epoch files in it")
+            raise TraceError(name, "path", "no traces (.ndjson/.parquet), OpenChaos histories or epoch files in it")
     return Inputs(sorted(traces), sorted(hist), sorted(sets))
+
+
+def _check_entry(p: Path, where: str) -> None:
+    """A TraceError unless `p` is a readable file or folder (following symbolic links)."""
+    try:
+        p.stat()
+    except FileNotFoundError:
+        raise TraceError(str(p), where, "a symbolic link to nothing (dangling)" if p.is_symlink()
+                         else "no such file or directory") from None
+    except OSError as exc:  # ELOOP and the like
+        raise TraceError(str(p), where, f"cannot be read: {exc.strerror}") from None
+    if not os.access(p, os.R_OK | (os.X_OK if p.is_dir() else 0)):
+        raise TraceError(str(p), where, "cannot be read: permission denied")
+
+
+def _files(root: Path) -> list[Path]:
+    """Every file under `root`, following symbolic links once each; a link that leads back to a
+    folder above it (a loop) or anything that cannot be read is a TraceError."""
+    out: list[Path] = []
+    seen: set[Path] = set()
+    stack: list[tuple[Path, frozenset[Path]]] = [(root, frozenset())]
+    while stack:
+        folder, above = stack.pop()
+        real = folder.resolve()
+        if real in above:
+            raise TraceError(str(folder), "folder", f"a symbolic link loop: it leads back to {real}")
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            raise TraceError(str(folder), "folder", f"cannot be read: {exc.strerror}") from None
+        for e in entries:
+            path = Path(e.path)
+            _check_entry(path, "file")
+            if path.is_dir():
+                stack.append((path, above | {real}))
+            elif path.resolve() not in seen:  # two links to one file: read once
+                seen.add(path.resolve())
+                out.append(path)
+    return sorted(out)
 
 
 class Report(NamedTuple):
     engine: str
-    units: dict[str, int]  # files, events, runs, histories, store_sets, client_ops (sends and reads)
+    units: dict[str, int]  # UNITS
     violations: list[Violation]  # sorted
     bad: list[BadRecord]  # skipped records (only with skip)
     seconds: dict[str, float]  # per family
@@ -81,6 +133,10 @@ class Report(NamedTuple):
         for v in self.violations:
             out[v.check].append(v)
         return out
+
+    def records(self) -> int:
+        """Every record read: trace events, history lines and store sets."""
+        return self.units["events"] + self.units["history_records"] + self.units["store_sets"]
 
     def failed(self, strict: bool = False) -> bool:
         return any(strict or v.check not in REPORTED for v in self.violations)
@@ -99,7 +155,7 @@ def spans_error(run: str, files: Iterable[str]) -> TraceError:
 
 def validate_local(inputs: Inputs, skip: bool = False, progress: Progress | None = None) -> Report:
     # Every unit is reported, none of a kind given included (an OpenChaos history alone has no events).
-    units = dict.fromkeys(("files", "events", "runs", "histories", "store_sets", "client_ops"), 0)
+    units = dict.fromkeys(UNITS, 0)
     seconds: dict[str, float] = defaultdict(float)
     bad: list[BadRecord] = []
     violations: list[Violation] = []
@@ -132,6 +188,7 @@ def validate_local(inputs: Inputs, skip: bool = False, progress: Progress | None
         table, rejected = openchaos.read_history(path, skip)
         hist_tables.append(table)
         bad += rejected
+        units["history_records"] += openchaos.count_records(path)
     units["histories"] = len(inputs.histories)
     units["client_ops"] = sum(pc.sum(pc.is_in(t.column("op"), CLIENT_OPS)).as_py() or 0 for t in hist_tables)
     violations += history.check_runs(hist_tables)

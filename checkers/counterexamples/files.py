@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import rmqcheck
 from rmqcheck.model.bugs import SNAPSHOT
 from rmqcheck.model.config import Config
-from rmqcheck.model.step import ACTIONS, Action
+from rmqcheck.model.step import ACTIONS, Action, argument_problem, format_action
 
 from rmqcheck.model.configs import ConfigError, from_dict, to_dict
 from rmqcheck.checkers.counterexamples.startstate import Replica, StartError, check as check_start
@@ -154,6 +154,7 @@ def from_json(data: Any, where: str) -> Counterexample:
     if not isinstance(data["actions"], list):
         raise CounterexampleError(f"{where}: 'actions' must be a list")
     actions = tuple(action_from_json(a, f"{where}: actions[{i}]") for i, a in enumerate(data["actions"]))
+    _check_arguments(actions, cfg, lambda i: f"{where}: actions[{i}]")
     inv = data.get("invariant")
     inv_id = None
     message = ""
@@ -187,6 +188,14 @@ def from_json(data: Any, where: str) -> Counterexample:
         truncation,
         loop,
     )
+
+
+def _check_arguments(actions: tuple[Action, ...], cfg: Config, where) -> None:
+    """Every argument within what the configuration allows (no broker -1, 0 or beyond the count)."""
+    for i, a in enumerate(actions):
+        problem = argument_problem(a, cfg)
+        if problem:
+            raise CounterexampleError(f"{where(i)}: {format_action(a)}: {problem}")
 
 
 def _property(inv_id: str):
@@ -250,6 +259,7 @@ def parse_scenario(text: str, where: str) -> Counterexample:
     seen_expect = False
     seed = None
     actions: list[Action] = []
+    action_lines: list[str] = []  # where each action is, for the messages
     start: list[Replica] = []
     loop: int | None = None
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -291,6 +301,7 @@ def parse_scenario(text: str, where: str) -> Counterexample:
         elif head in ACTIONS:
             args = _pairs(rest, at)
             actions.append(action_from_json({"action": head, **args}, at))
+            action_lines.append(at)
         else:
             raise CounterexampleError(f"{at}: unknown directive or action {head!r}")
     if not seen_expect:
@@ -304,6 +315,7 @@ def parse_scenario(text: str, where: str) -> Counterexample:
     except ConfigError as exc:
         raise CounterexampleError(str(exc)) from None
     _check_start(start, cfg, where)
+    _check_arguments(tuple(actions), cfg, action_lines.__getitem__)
     _check_loop(loop, len(actions), expect, where)
     return Counterexample(cfg, tuple(actions), expect, seed=seed, method="scenario", start=tuple(start), loop=loop)
 

@@ -26,6 +26,7 @@ from .common import (
     UsageError,
     add_result_options,
     add_source_argument,
+    budget_or_none,
     budget_seconds,
     divergence_text,
     findings_case,
@@ -74,7 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=CHECK_MODES,
         help=f"other modes' configurations to explore, comma-separated, '' for none (default {','.join(CHECK_MODES)})",
     )
-    p.add_argument("--conform-budget", type=float, default=15.0,
+    p.add_argument("--conform-budget", type=budget_or_none, default=15.0,
                    help="seconds of conformance against RocketMQ's classes, 0 for none (default 15)")
     add_source_argument(p)
     add_result_options(p)

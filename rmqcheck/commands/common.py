@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -40,14 +41,36 @@ def positive(text: str) -> int:
     return value
 
 
-def budget_seconds(text: str) -> float:
+def natural(text: str) -> int:
+    """A whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def seconds(text: str, allow_zero: bool = False) -> float:
+    """A finite number of seconds: nan ran forever and inf claimed an exhaustive search."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("the budget must be positive")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise argparse.ArgumentTypeError("the budget must be positive" + (" or 0" if allow_zero else ""))
     return value
+
+
+def budget_seconds(text: str) -> float:
+    return seconds(text)
+
+
+def budget_or_none(text: str) -> float:
+    return seconds(text, allow_zero=True)
 
 
 def live() -> bool:
@@ -150,7 +173,8 @@ def print_validation(report, seconds: float, strict: bool, violations: Path, sho
     table = Table(
         title=(
             f"rmqcheck validate ({report.engine}): {u['events']:,} events in {u['runs']:,} runs, "
-            f"{u['histories']} OpenChaos histories, {u['store_sets']} store sets, {seconds:.1f} s"
+            f"{u['histories']} OpenChaos histories ({u['history_records']:,} records), {u['store_sets']} store sets"
+            + (f", {len(report.bad):,} bad records skipped" if report.bad else "") + f", {seconds:.1f} s"
         )
     )
     for col in ("family", "check", "violations", "occurrences", "verdict"):

@@ -18,7 +18,7 @@ from rmqcheck.model import configs
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, format_action
 
-from .common import Bar, UsageError, add_result_options, budget_seconds, invariant_case, out
+from .common import Bar, UsageError, add_result_options, budget_seconds, invariant_case, natural, out, positive
 
 NAME = "explore"
 HELP = "exhaustive breadth-first exploration of a bounded configuration"
@@ -29,10 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--config", default="std2", help=f"standard ({', '.join([*explore.STANDARD, *explore.MODE_CONFIGS])}), named or JSON file"
     )
     p.add_argument("--budget", type=budget_seconds, default=None, help="seconds (default: until exhausted)")
-    p.add_argument("--messages", type=int, help="override max_messages")
-    p.add_argument("--max-epoch", type=int, help="masterEpoch bound")
-    p.add_argument("--max-sss-epoch", type=int, help="syncStateSetEpoch bound")
-    p.add_argument("--max-depth", type=int, help="depth bound")
+    p.add_argument("--messages", type=natural, help="override max_messages")
+    p.add_argument("--max-epoch", type=natural, help="masterEpoch bound")
+    p.add_argument("--max-sss-epoch", type=natural, help="syncStateSetEpoch bound")
+    p.add_argument("--max-depth", type=positive, help="depth bound")
     p.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="broker renaming")
     p.add_argument("--out", default="counterexamples", help="directory for counterexample files")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -25,7 +25,7 @@ from rmqcheck.model.bugs import BY_NAME
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import format_action
 
-from .common import Bar, UsageError, add_result_options, budget_seconds, out
+from .common import Bar, UsageError, add_result_options, budget_seconds, out, positive
 
 NAME = "hunt"
 HELP = "search for a violation of the invariants expected to hold"
@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "counterexamples), walk (seeded random walks, delta-debugged), guided (walks restarted from states of a "
         "new shape, delta-debugged)",
     )
-    p.add_argument("--depth", type=int, default=60, help="walk: steps per walk (default 60)")
+    p.add_argument("--depth", type=positive, default=60, help="walk: steps per walk (default 60)")
     p.add_argument("--budget", type=budget_seconds, default=120.0, help="seconds (default 120)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="counterexample file (default counterexamples/<label>-<invariant>-seed<N>.json)")

@@ -10,14 +10,14 @@ from rich.table import Table
 
 from rmqcheck.checkers.counterexamples.files import write
 
-from .common import UsageError, add_result_options, out
+from .common import UsageError, add_result_options, out, positive
 
 NAME = "prove"
 HELP = "Z3 proofs of the truncation search, and counterexamples to its wrong variants"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--k", type=int, default=8, help="longest epoch list on each side (default 8)")
+    p.add_argument("--k", type=positive, default=8, help="longest epoch list on each side (default 8)")
     p.add_argument("--only", action="append", metavar="ID", help="one property id or variant toggle (repeatable)")
     p.add_argument("--out", default="counterexamples/prove", help="directory for counterexample files")
     add_result_options(p)
@@ -26,8 +26,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from rmqcheck.checkers.proofs import truncation as proofs
 
-    if args.k < 1:
-        raise UsageError("--k must be at least 1")
     known = [p.id for p in proofs.PROPERTIES] + [v.toggle for v in proofs.VARIANTS]
     unknown = sorted(set(args.only or ()) - set(known))
     if unknown:

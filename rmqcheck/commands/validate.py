@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rmqcheck.traces.schema import TraceError
 
-from .common import add_result_options, out, print_validation, run_validation
+from .common import add_result_options, natural, out, print_validation, run_validation
 
 NAME = "validate"
 HELP = "check recorded traces, OpenChaos histories and epoch files"
@@ -23,8 +23,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip-bad-records", action="store_true", help="skip bad records, writing them to --rejected")
     p.add_argument("--rejected", default="counterexamples/validate-rejected.ndjson")
     p.add_argument("--strict", action="store_true", help="count duplicates and stuck replicas as violations too")
-    p.add_argument("--show", type=int, default=10, help="violations to print (default 10)")
+    p.add_argument("--show", type=natural, default=10, help="violations to print (default 10)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="inputs that hold no record pass (by default: 'nothing to validate', exit status 2)")
     add_result_options(p)
 
 
@@ -34,6 +36,11 @@ def run(args) -> int:
     except TraceError as exc:
         print(f"rmqcheck: bad input: {exc}", file=sys.stderr)
         args.results.add("validate", "input", "error", f"bad input: {exc}")
+        return 2
+    if report.records() == 0 and not args.allow_empty:
+        message = f"nothing to validate: {', '.join(args.paths)} hold(s) no record (--allow-empty to pass)"
+        print(f"rmqcheck: {message}", file=sys.stderr)
+        args.results.add("validate", "input", "error", message)
         return 2
     print_validation(report, seconds, args.strict, Path(args.violations), args.show, args.results)
     if report.bad:
