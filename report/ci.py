@@ -20,6 +20,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
+from rmqcheck.outputs import write_atomically
+
 SCHEMA_VERSION = 1
 SCHEMA = Path(__file__).with_name("summary.schema.json")
 OUTCOMES = ("passed", "failed", "skipped", "error")
@@ -144,34 +146,6 @@ class Results:
             what = c.text().replace("|", "\\|").replace("\n", "<br>")
             lines.append(f"| {icon[c.outcome]} | {c.suite} | {c.name} | {what} |")
         return "\n".join(lines) + "\n\n"
-
-
-def check_output(path: str | None, option: str) -> Path | None:
-    """Refuse, before any work, an output path that cannot be written."""
-    if path is None:
-        return None
-    p = Path(path)
-    if p.is_dir():
-        raise ValueError(f"{option} {path}: is a directory")
-    parent = p.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise ValueError(f"{option} {path}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise ValueError(f"{option} {path}: not writable")
-    return p
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary name beside the file, then rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def write_all(results: Results, status: int, junit: Path | None, summary_json: Path | None) -> None:

@@ -18,6 +18,7 @@ from rmqcheck.checkers.counterexamples.files import CounterexampleError
 from rmqcheck.commands import COMMANDS
 from rmqcheck.commands.common import UsageError
 from rmqcheck.model.configs import ConfigError
+from rmqcheck.outputs import OutputError, check_output
 from rmqcheck.report import ci
 
 
@@ -38,14 +39,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.results = ci.Results(args.command, argv)
     judging = hasattr(args, "junit")
     try:
-        outputs = (ci.check_output(args.junit, "--junit"), ci.check_output(args.summary_json, "--summary-json")) \
+        outputs = (check_output(args.junit, "--junit"), check_output(args.summary_json, "--summary-json")) \
             if judging else (None, None)
-    except ValueError as exc:
+    except OutputError as exc:
         print(f"rmqcheck: error: {exc}", file=sys.stderr)
         return 2
     try:
         status = args.func(args)
-    except (UsageError, ConfigError, CounterexampleError) as exc:
+    except (UsageError, ConfigError, CounterexampleError, OutputError) as exc:
         print(f"rmqcheck: error: {exc}", file=sys.stderr)
         args.results.add(args.command, "usage", "error", str(exc))
         status = 2

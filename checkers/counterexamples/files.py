@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import rmqcheck
+from rmqcheck.outputs import write_atomically
 from rmqcheck.model.bugs import SNAPSHOT
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, Action, argument_problem, format_action
@@ -124,10 +125,7 @@ def replica_from_json(obj: Any, where: str) -> Replica:
 
 
 def write(cx: Counterexample, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(to_json(cx), indent=2) + "\n")
-    return path
+    return write_atomically(path, json.dumps(to_json(cx), indent=2) + "\n")
 
 
 def from_json(data: Any, where: str) -> Counterexample:

@@ -11,6 +11,7 @@ from collections import Counter
 from rmqcheck.checkers.search import modes
 from rmqcheck.checkers.tables import rediscovery
 from rmqcheck.model.bugs import SNAPSHOT, TOGGLES
+from rmqcheck.outputs import check_output
 from rmqcheck.report import tables as report_tables
 
 from .common import Bar, UsageError, add_result_options, budget_seconds, json_file, out, positive, splice, write_text
@@ -69,6 +70,8 @@ def _measure_bugs(args) -> int:
     measured = [s._replace(methods=tuple(m for m in s.methods if m in args.method)) for s in chosen] \
         if args.method else chosen
     earlier = _earlier_measures(args.update) if args.update else []  # a bad file fails now, not after the runs
+    for option, path in (("--markdown", args.markdown), ("--json", args.json)):
+        check_output(path, option)  # before the work, not after
     if args.readme:
         splice(args.readme, "bugs", None)
     runs = sum(args.seeds if m in rediscovery.SEEDED else 1 for s in measured for m in s.methods)

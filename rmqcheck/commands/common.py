@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from rmqcheck.checkers.search import explore
+from rmqcheck.outputs import check_output, write_atomically
 from rmqcheck.checkers.search.hunting import UNEXPLAINED
 from rmqcheck.report import tables as report_tables
 from rmqcheck.report.ci import Results
@@ -134,9 +135,12 @@ def json_file(name: str | None, option: str) -> list | None:
     return data
 
 
-def write_text(path: str, text: str) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(text)
+def write_text(path: str, text: str, option: str = "--out") -> None:
+    """Write an output file whole or not at all (rmqcheck/outputs.py)."""
+    try:
+        write_atomically(check_output(path, option), text)
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot be written: {exc.strerror or exc}") from None
 
 
 def splice(path: str, name: str, text: str | None) -> None:
@@ -193,10 +197,7 @@ def print_validation(report, seconds: float, strict: bool, violations: Path, sho
         else:
             results.add(suite, name, "failed", first, invariant=check, file=violations)
     out.print(table)
-    violations.parent.mkdir(parents=True, exist_ok=True)
-    with open(violations, "w") as f:
-        for v in report.violations:
-            f.write(json.dumps(v._asdict()) + "\n")
+    write_text(str(violations), "".join(json.dumps(v._asdict()) + "\n" for v in report.violations), "--violations")
     out.print(f"{len(report.violations)} violation records written to {violations}")
     for v in report.violations[:show]:
         out.print(f"  {v.check} {v.run} {v.subject}: {v.detail}")

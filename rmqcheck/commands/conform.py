@@ -15,6 +15,7 @@ from rmqcheck.checkers.java import conform, lockstep
 from rmqcheck.checkers.java.driver import DriverError
 from rmqcheck.model import configs
 from rmqcheck.model.config import Config
+from rmqcheck.outputs import check_folder, output_folder
 from rmqcheck.traces.files import part_name, write_part
 from rmqcheck.traces.recorder import Corpus, random_step, run_id, run_records
 
@@ -52,12 +53,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rec.add_argument("--steps", type=positive, default=100, help="transitions per run (default 100)")
     rec.add_argument("--format", choices=("ndjson", "parquet"), default="ndjson")
     rec.add_argument("--runs-per-file", type=positive, default=1000)
+    rec.add_argument("--force", action="store_true", help="replace --record DIR when it already holds files")
     rec.add_argument("--config", action="append", metavar="NAME|FILE",
                      help="configuration to cycle through (repeatable; default durable, durable3)")
     add_result_options(p)
 
 
 def run(args) -> int:
+    if args.record:
+        check_folder(args.record, "--record", args.force)  # before the JVMs start
     with Drivers(args.rocketmq_src) as drivers:
         out.print(f"RocketMQ's classes loaded: {drivers.loaded()}")
         try:
@@ -155,13 +159,12 @@ def _record(args, drivers: Drivers) -> int:
     corpus = Corpus(seed=args.seed, runs=args.runs, steps=args.steps, fmt=args.format,
                     runs_per_file=args.runs_per_file, names=tuple(args.config or Corpus().names))
     target = Path(args.record)
-    target.mkdir(parents=True, exist_ok=True)
     rec, start, events = _Recording(), time.perf_counter(), 0
-    with Bar("recording", corpus.runs, timed=False) as bar:
+    with Bar("recording", corpus.runs, timed=False) as bar, output_folder(target) as partial:
         for part in range(-(-corpus.runs // corpus.runs_per_file)):
             first = part * corpus.runs_per_file
             count = min(corpus.runs_per_file, corpus.runs - first)
-            events += write_part(target / part_name(part, corpus.fmt), rec.runs(drivers, corpus, first, count),
+            events += write_part(partial / part_name(part, corpus.fmt), rec.runs(drivers, corpus, first, count),
                                  corpus.fmt)
             bar.update(f"{rec.calls:,} calls compared", advance=count)
     seconds = time.perf_counter() - start

@@ -11,6 +11,7 @@ from pathlib import Path
 from rmqcheck.checkers.search import modes
 from rmqcheck.checkers.tables import matrix
 from rmqcheck.checkers.tables.matrix import MODE_BUDGET
+from rmqcheck.outputs import check_output
 from rmqcheck.report import tables as report_tables
 
 from .common import Bar, UsageError, add_result_options, budget_seconds, out, positive, row_case, splice, write_text
@@ -64,6 +65,8 @@ def run(args) -> int:
     others = matrix.select(others, matrix.mode_settings, where)
     if not controller and not others:
         raise UsageError("no configuration matches --where/--modes")
+    for option, path in (("--markdown", args.markdown), ("--json", args.json)):
+        check_output(path, option)  # before the work, not after
     if args.readme:
         splice(args.readme, "matrix", None)
     model = "snapshot" if args.snapshot else "intended"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from rmqcheck.model import configs
+from rmqcheck.outputs import check_folder, output_folder
 from rmqcheck.traces.recorder import Corpus, simulate
 
 from .common import out, positive
@@ -26,6 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-per-file", type=positive, default=1000)
     p.add_argument("--stores", action="store_true", help="also write each run's epoch files under OUT/stores/")
     p.add_argument("--jobs", type=positive, default=1, help="processes (default 1)")
+    p.add_argument("--force", action="store_true", help="replace --out when it already holds files")
 
 
 def run(args) -> int:
@@ -35,8 +36,10 @@ def run(args) -> int:
         seed=args.seed, runs=args.runs, steps=args.steps, names=tuple(args.config or Corpus().names),
         snapshot=args.snapshot, fmt=args.format, runs_per_file=args.runs_per_file, stores=args.stores,
     )
+    check_folder(args.out, "--out", args.force)
     start = time.perf_counter()
-    events = simulate(corpus, Path(args.out), args.jobs)
+    with output_folder(args.out) as partial:  # a complete corpus or none: never part of one
+        events = simulate(corpus, partial, args.jobs)
     seconds = time.perf_counter() - start
     out.print(
         f"wrote {events:,} events of {corpus.runs:,} runs ({', '.join(corpus.names)}, "

@@ -7,9 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+from rmqcheck.outputs import check_output
 from rmqcheck.traces.schema import TraceError
 
-from .common import add_result_options, natural, out, print_validation, run_validation
+from .common import add_result_options, natural, out, print_validation, run_validation, write_text
 
 NAME = "validate"
 HELP = "check recorded traces, OpenChaos histories and epoch files"
@@ -31,6 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    check_output(args.violations, "--violations")
+    check_output(args.rejected, "--rejected")
     try:
         report, seconds = run_validation(args.paths, args.engine, args.skip_bad_records, args.master, args.quiet)
     except TraceError as exc:
@@ -44,10 +47,6 @@ def run(args) -> int:
         return 2
     print_validation(report, seconds, args.strict, Path(args.violations), args.show, args.results)
     if report.bad:
-        rejected = Path(args.rejected)
-        rejected.parent.mkdir(parents=True, exist_ok=True)
-        with open(rejected, "w") as f:
-            for b in report.bad:
-                f.write(json.dumps(b.to_json()) + "\n")
-        out.print(f"{len(report.bad)} bad records skipped, written to {rejected}")
+        write_text(args.rejected, "".join(json.dumps(b.to_json()) + "\n" for b in report.bad), "--rejected")
+        out.print(f"{len(report.bad)} bad records skipped, written to {args.rejected}")
     return 1 if report.failed(args.strict) else 0

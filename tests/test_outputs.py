@@ -1,0 +1,125 @@
+"""Outputs are whole or absent (rmqcheck/outputs.py): an interrupted verb exits 130 with one line
+and leaves no partial file or folder; an output folder that already holds files is refused
+without --force; an output path that cannot be written is refused before any work."""
+
+from __future__ import annotations
+
+import pytest
+
+from rmqcheck import outputs
+from rmqcheck.checkers.java import build
+from rmqcheck.cli import main
+
+
+def interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+def leftovers(root) -> list:
+    """Temporary names an interrupted write would leave behind."""
+    return [p for p in root.rglob("*") if ".tmp" in p.name or ".partial" in p.name]
+
+
+# (argv, what the verb calls that the interruption hits, its output under OUT)
+VERBS = [
+    (["hunt", "--budget", "30", "--out", "OUT/cx.json"], "rmqcheck.commands.hunt.find"),
+    (["explore", "--config", "std2", "--out", "OUT"], "rmqcheck.checkers.search.explore.Explorer.run"),
+    (["prove", "--out", "OUT"], "rmqcheck.checkers.proofs.truncation.run_all"),
+    (["validate", "CORPUS", "--violations", "OUT/v.ndjson", "--quiet"], "rmqcheck.commands.common.validate_local"),
+    (["report", "--out", "OUT/r.html"], "rmqcheck.report.html.page"),
+    (["matrix", "--modes", "classic", "--jobs", "1", "--out", "OUT", "--json", "OUT/m.json"],
+     "rmqcheck.checkers.tables.matrix.run"),
+    (["bugs", "--measure", "--only", "ack_beyond_master_max", "--jobs", "1", "--json", "OUT/b.json"],
+     "rmqcheck.checkers.tables.rediscovery.measure"),
+    (["check", "--out", "OUT", "--modes=", "--conform-budget", "0"], "rmqcheck.commands.check.find_each"),
+    (["simulate", "--runs", "6", "--runs-per-file", "2", "--out", "OUT/corpus"], "rmqcheck.traces.recorder.record"),
+]
+
+
+@pytest.mark.parametrize("argv,target", VERBS, ids=[v[0][0] for v in VERBS])
+def test_an_interrupted_verb_exits_130_with_one_line_and_no_partial_output(tmp_path, capsys, monkeypatch, argv,
+                                                                          target):
+    corpus = tmp_path / "corpus"
+    assert main(["simulate", "--runs", "2", "--out", str(corpus)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "out"
+    argv = [a.replace("OUT", str(out)).replace("CORPUS", str(corpus)) for a in argv]
+    monkeypatch.setattr(target, interrupt)
+    assert main(argv) == 130
+    assert capsys.readouterr().err == "rmqcheck: interrupted\n"
+    assert not out.exists() or not any(out.rglob("*")), list(out.rglob("*"))
+    assert not leftovers(tmp_path)
+
+
+def test_a_simulate_interrupted_between_part_files_leaves_no_corpus(tmp_path, capsys, monkeypatch):
+    """It left 880 of 5,000 runs that validate then judged (issue 30)."""
+    from rmqcheck.traces import recorder
+
+    written = []
+    real = recorder.write_part
+
+    def second_part_interrupted(path, records, fmt):
+        if written:
+            raise KeyboardInterrupt
+        written.append(path)
+        return real(path, records, fmt)
+
+    monkeypatch.setattr(recorder, "write_part", second_part_interrupted)
+    out = tmp_path / "corpus"
+    assert main(["simulate", "--runs", "4", "--runs-per-file", "2", "--out", str(out)]) == 130
+    assert written and not out.exists() and not leftovers(tmp_path)
+
+
+def test_an_output_folder_with_files_is_refused_and_force_replaces_it_whole(tmp_path, capsys):
+    """Re-simulating into a corpus left its extra part files for validate to read (issue 30)."""
+    out = tmp_path / "corpus"
+    assert main(["simulate", "--runs", "6", "--runs-per-file", "2", "--out", str(out)]) == 0
+    assert len(list(out.glob("part-*"))) == 3
+    assert main(["simulate", "--runs", "2", "--out", str(out)]) == 2
+    assert "already holds 3 entries" in capsys.readouterr().err and len(list(out.glob("part-*"))) == 3
+    assert main(["simulate", "--runs", "2", "--out", str(out), "--force"]) == 0
+    assert [p.name for p in out.iterdir()] == ["part-00000.ndjson"]
+
+
+def test_an_interrupted_file_write_leaves_the_earlier_file(tmp_path, capsys, monkeypatch):
+    page = tmp_path / "r.html"
+    page.write_text("earlier")
+    monkeypatch.setattr(outputs.os, "replace", interrupt)
+    assert main(["report", "--out", str(page)]) == 130
+    assert page.read_text() == "earlier" and not leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["simulate", "--runs", "1", "--out", "FILE"], "--out FILE: is a file, not a folder"),
+    (["simulate", "--runs", "1", "--out", "FILE/below"], "--out FILE/below: FILE is not a directory"),
+    (["validate", "CORPUS", "--violations", "DIR"], "--violations DIR: is a directory"),
+    (["validate", "CORPUS", "--violations", "FILE/v.ndjson"], "--violations FILE/v.ndjson: FILE is not a directory"),
+    (["report", "--out", "DIR"], "--out DIR: is a directory"),
+    (["report", "--out", "FILE/r.html"], "FILE is not a directory"),
+    (["matrix", "--modes", "classic", "--json", "DIR"], "--json DIR: is a directory"),
+    (["bugs", "--measure", "--only", "ack_beyond_master_max", "--markdown", "FILE/x.md"], "FILE is not a directory"),
+])
+def test_an_output_that_cannot_be_written_is_refused_before_the_work(tmp_path, capsys, argv, message):
+    corpus = tmp_path / "corpus"
+    assert main(["simulate", "--runs", "2", "--out", str(corpus)]) == 0
+    (tmp_path / "file").write_text("")
+    (tmp_path / "dir").mkdir()
+    names = {"FILE": str(tmp_path / "file"), "DIR": str(tmp_path / "dir"), "CORPUS": str(corpus)}
+    argv = [a.replace("FILE", names["FILE"]).replace("DIR", names["DIR"]).replace("CORPUS", names["CORPUS"])
+            for a in argv]
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message.replace("FILE", names["FILE"]).replace("DIR", names["DIR"]) in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(build.shared_tree() is None, reason="needs ../shared/rocketmq/")
+def test_an_interrupted_recording_leaves_no_corpus(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "rec"
+    monkeypatch.setattr("rmqcheck.checkers.java.lockstep.lockstep", interrupt)
+    assert main(["conform", "--record", str(out), "--runs", "2"]) == 130
+    assert not out.exists() and not leftovers(tmp_path)
+    out.mkdir()
+    (out / "old.ndjson").write_text("")
+    assert main(["conform", "--record", str(out), "--runs", "2"]) == 2
+    assert "--force replaces it" in capsys.readouterr().err
