@@ -120,6 +120,8 @@ def load(name_or_path: str) -> Config:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not a configuration: JSON nested too deeply") from None
     return from_dict(data, str(path))
 
 

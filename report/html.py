@@ -9,6 +9,7 @@ import html
 from pathlib import Path
 from typing import Any, Iterable
 
+from rmqcheck.checkers.search import modes
 from rmqcheck.checkers.tables.rediscovery import METHODS
 from rmqcheck.checkers.counterexamples.files import Counterexample, CounterexampleError, read
 from rmqcheck.checkers.counterexamples.replay import ReplayError, replay
@@ -127,7 +128,7 @@ def counterexamples(paths: Iterable[Path]) -> list[tuple[Path, Counterexample]]:
     counterexamples have no broker lanes to draw); a file that cannot be read is an error."""
     out = []
     for p in paths:
-        if p.suffix == ".scn" and p.read_text().lstrip().startswith("mode "):
+        if p.suffix == ".scn" and modes.is_mode_file(p):
             continue
         cx = read(p)
         if cx.truncation is None:

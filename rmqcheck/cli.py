@@ -1,5 +1,5 @@
-"""The `rmqcheck` command line. Exit status: 0 nothing violated, 1 a violation was found and
-written (or reproduced), 2 bad usage or bad input, 130 interrupted.
+"""The `rmqcheck` command line. Exit statuses: EXIT_STATUSES below, the one place they are
+defined (the README's Command line section quotes it; tests/test_cli.py checks both).
 
 Only the dispatcher: each command is a module of `rmqcheck.commands` with its NAME, HELP,
 `add_arguments(parser)` and `run(args) -> exit status`. A judging command adds its verdicts to
@@ -10,6 +10,8 @@ $GITHUB_STEP_SUMMARY) whatever the exit status.
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
 from typing import Sequence
 
@@ -20,6 +22,14 @@ from rmqcheck.commands.common import UsageError
 from rmqcheck.model.configs import ConfigError
 from rmqcheck.outputs import OutputError, check_output
 from rmqcheck.report import ci
+
+
+EXIT_STATUSES = {
+    0: "nothing violated",
+    1: "a violation was found and written (or reproduced)",
+    2: "bad usage or bad input (a message names the file, the line or record, and what is wrong)",
+    130: "interrupted (Ctrl-C: one line, no partial output)",
+}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -33,7 +43,53 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Reader(io.TextIOBase):
+    """Standard output that a reader may stop reading (`rmqcheck validate | head`): what can no
+    longer be written is dropped, and the command's verdict stands."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.gone = True
+        try:  # nothing left to flush at exit either
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    stdout = sys.stdout
+    sys.stdout = _Reader(stdout)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(argv)
     args.results = ci.Results(args.command, argv)

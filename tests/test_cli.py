@@ -257,3 +257,49 @@ def test_explore_of_a_standard_configuration_says_when_options_change_it(tmp_pat
     code, out, _ = run(capsys, "explore", "--config", "std2", "--max-depth", "3", "--quiet", "--out", str(tmp_path))
     assert code == 0 and "changed by the options given" in out and "max_depth=3" in out
     assert "exhaustive" in out
+
+
+def test_the_exit_statuses_are_defined_once_and_the_readme_quotes_them():
+    from rmqcheck.cli import EXIT_STATUSES
+    from rmqcheck.report.ci import VERDICTS
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "Exit status: " + "; ".join(f"{k} {v}" for k, v in EXIT_STATUSES.items()) + "." in readme
+    assert set(VERDICTS) == set(EXIT_STATUSES)
+
+
+def test_a_closed_pipe_keeps_the_verdict(tmp_path):
+    """`rmqcheck ... | head` turned a clean run into exit 1 (issue 30)."""
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).parent / "rmqcheck"
+    r = subprocess.run(f"'{exe}' bugs --list | head -1; exit ${{PIPESTATUS[0]}}", shell=True, executable="/bin/bash",
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.count("\n") == 1 and "Error" not in r.stderr, r.stderr
+
+
+def test_report_refuses_a_file_of_the_wrong_kind_naming_the_record(tmp_path, capsys):
+    """KeyError tracebacks once (issue 30)."""
+    results = Path(__file__).resolve().parents[1] / "results"
+    (tmp_path / "empty.json").write_text("[{}]")
+    out = str(tmp_path / "r.html")
+    for argv, message in (
+        (["--bugs", str(results / "matrix.json")], f"--bugs {results / 'matrix.json'}: record 1: not a measure"),
+        (["--bugs", str(tmp_path / "empty.json")], "record 1: not a measure"),
+        (["--matrix", str(results / "bugs.json")], f"--matrix {results / 'bugs.json'}: record 1: not a matrix row"),
+    ):
+        code, _, err = run(capsys, "report", *argv, "--out", out)
+        assert code == 2 and message in err and "Traceback" not in err
+    bad = tmp_path / "cxs"
+    bad.mkdir()
+    (bad / "bad.scn").write_bytes(b"config brokers=2\nexpect I1\n\xff\xfe\n")
+    code, _, err = run(capsys, "report", "--counterexamples", str(bad), "--out", out)
+    assert code == 2 and f"{bad / 'bad.scn'}: cannot read" in err
+
+
+@pytest.mark.parametrize("master", ["nonsense://x", "local[x]", "spark://host"])
+def test_a_spark_master_that_is_not_a_url_is_a_usage_error(capsys, master):
+    with pytest.raises(SystemExit) as exc:
+        main(["validate", "x", "--engine", "spark", "--master", master])
+    assert exc.value.code == 2 and "is not a Spark master URL" in capsys.readouterr().err

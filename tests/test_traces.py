@@ -449,3 +449,37 @@ def test_a_trace_naming_a_broker_outside_its_configuration_does_not_conform(tmp_
     write_lines(part, recs)
     found = [v for v in validate_local(discover([str(d)])).violations if v.check == "conformance"]
     assert len(found) == 1 and f"heartbeat(broker={broker}): broker {broker} is outside this configuration" in found[0].detail
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_integers_beyond_their_column_and_deep_nesting_are_bad_records(tmp_path, capsys, engine):
+    """OverflowError and RecursionError tracebacks once (issue 30)."""
+    d = corpus(tmp_path / "c", stores=False, runs=8, runs_per_file=8)
+    part = d / "part-00000.ndjson"
+    lines = part.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["max_offset"] = 2**70
+    part.write_text("\n".join([lines[0], json.dumps(rec), "[" * 100_000 + "]" * 100_000, *lines[2:]]) + "\n")
+    v = str(tmp_path / "v.ndjson")
+    assert main(["validate", str(d), "--violations", v, "--quiet", "--engine", engine]) == 2
+    err = capsys.readouterr().err
+    assert f"{part}: line 2: field 'max_offset' has 1180591620717411303424, expected integer of int64 range" in err
+    rejected = tmp_path / "rejected.ndjson"
+    code = main(["validate", str(d), "--violations", v, "--quiet", "--engine", engine, "--skip-bad-records",
+                 "--rejected", str(rejected)])
+    assert code == 1  # the runs the bad records belong to no longer conform
+    whats = [json.loads(line)["what"] for line in rejected.read_text().splitlines()]
+    assert whats == ["field 'max_offset' has 1180591620717411303424, expected integer of int64 range",
+                     "not a record: JSON nested too deeply"]
+
+
+def test_a_huge_field_is_clipped_in_messages_and_violations(tmp_path, capsys):
+    d = corpus(tmp_path / "c", stores=False, runs=8, runs_per_file=8)
+    part = d / "part-00000.ndjson"
+    recs = ndjson_lines(part)
+    next(r for r in recs if r["kind"] == "send" and "status" in r)["status"] = "x" * 5_000_000
+    write_lines(part, recs)
+    v = tmp_path / "v.ndjson"
+    assert main(["validate", str(d), "--violations", str(v), "--quiet"]) == 1
+    assert len(capsys.readouterr().out) < 20_000 and v.stat().st_size < 2_000
+    assert "(5,000,002 characters)" in v.read_text()

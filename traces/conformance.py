@@ -25,7 +25,7 @@ from rmqcheck.model.step import ACTIONS, NotEnabled, argument_problem, format_ac
 from rmqcheck.model.world import State
 
 from .recorder import STATE_FIELDS, held_messages, observe
-from .schema import RUN_END, RUN_START
+from .schema import RUN_END, RUN_START, shown
 
 _COLUMNS = ("run", "group", "seq", "kind", "args", "config", "events", "held")
 
@@ -68,7 +68,7 @@ def _start(config: str) -> tuple[Config, State]:
 
 def _diff(recorded: tuple, expected: tuple) -> str:
     return "; ".join(
-        f"{name} recorded {r!r}, model {e!r}" for name, r, e in zip(STATE_FIELDS, recorded, expected) if r != e
+        f"{name} recorded {shown(r)}, model {shown(e)}" for name, r, e in zip(STATE_FIELDS, recorded, expected) if r != e
     )
 
 
@@ -89,7 +89,7 @@ def _replay(c: _Columns, a: int, b: int) -> RunVerdict:
     for i in range(a + 1, b):
         expected_seq, seq, kind = i - a, c.seq[i], c.kind[i]
         if c.group[i] != group:
-            return fail(matched, seq, f"group changes from {group!r} to {c.group[i]!r} inside the run")
+            return fail(matched, seq, f"group changes from {shown(group)} to {shown(c.group[i])} inside the run")
         if seq != expected_seq:
             what = "repeated" if seq < expected_seq else f"missing (next is seq {seq})"
             return fail(matched, expected_seq, f"seq {expected_seq} {what}")

@@ -115,6 +115,8 @@ def _read_ndjson(path: str, skip: bool) -> Iterator[Item]:
                 yield _bad(path, where, "not UTF-8 text", repr(raw), skip)
             except json.JSONDecodeError as exc:
                 yield _bad(path, where, f"not JSON: column {exc.colno}: {exc.msg}", raw.decode("utf-8", "replace"), skip)
+            except RecursionError:
+                yield _bad(path, where, "not a record: JSON nested too deeply", raw.decode("utf-8", "replace"), skip)
             except TraceError as exc:
                 yield _bad(path, where, exc.what, text, skip)
             if len(rows) == BATCH_ROWS:

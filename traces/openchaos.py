@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from . import history as h
 from .files import BadRecord
-from .schema import TraceError
+from .schema import TraceError, shown
 
 RESULTS = {"SUCCESS": h.OK, "FAILURE": h.FAIL, "UNKNOWN": h.INFO}
 OPERATIONS = ("enqueue", "dequeue")
@@ -89,7 +89,7 @@ def _record(path: str, run: str, n: int, line: str, rows: list[dict[str, Any]], 
         raise TraceError(path, where, f"expected clientId, operation, REQUEST|RESPONSE; got {line[:80]!r}")
     client, op, kind = parts[0], parts[1], parts[2]
     if op not in OPERATIONS:
-        raise TraceError(path, where, f"unknown operation {op!r} (a queue history has {OPERATIONS})")
+        raise TraceError(path, where, f"unknown operation {shown(op)} (a queue history has {OPERATIONS})")
     if kind == "REQUEST":
         if len(parts) not in (6, 7):
             raise TraceError(path, where, f"a request has 6 or 7 fields, this one {len(parts)}")
@@ -102,15 +102,15 @@ def _record(path: str, run: str, n: int, line: str, rows: list[dict[str, Any]], 
             raise TraceError(path, where, f"a response has 10 fields, this one {len(parts)}")
         result = RESULTS.get(parts[3])
         if result is None:
-            raise TraceError(path, where, f"unknown result {parts[3]!r} (expected {', '.join(RESULTS)})")
+            raise TraceError(path, where, f"unknown result {shown(parts[3])} (expected {', '.join(RESULTS)})")
         if op == "enqueue":
             send = pending.pop(client, None)
             if send is None:
                 raise TraceError(path, where, f"enqueue response of client {client} without a request")
             if parts[4] != send["msg"]:
-                raise TraceError(path, where, f"enqueue response value {parts[4]!r}, its request sent {send['msg']!r}")
+                raise TraceError(path, where, f"enqueue response value {shown(parts[4])}, its request sent {shown(send['msg'])}")
             rows.append({**send, "status": result})
         elif result == h.OK:
             rows.append({"run": run, "seq": n, "op": h.READ, "msg": parts[4], "key": _null(parts[5])})
     else:
-        raise TraceError(path, where, f"unknown record type {kind!r} (expected REQUEST, RESPONSE or fault)")
+        raise TraceError(path, where, f"unknown record type {shown(kind)} (expected REQUEST, RESPONSE or fault)")

@@ -26,6 +26,13 @@ RUN_END = "run_end"
 KINDS = (RUN_START, *ACTIONS, RUN_END)
 
 
+def shown(value: Any, limit: int = 200) -> str:
+    """A value as messages show it: its repr, clipped (a 50 MB field once went whole into every
+    message and the violations file)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
 class TraceError(ValueError):
     """An input record that cannot be used: names the file, the record and what is wrong."""
 
@@ -116,11 +123,16 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _int_ok(t: pa.DataType, v: Any) -> bool:
+    """An integer the column's Arrow type holds (int32 or int64, as the Java's int or long)."""
+    return _is_int(v) and -(1 << (t.bit_width - 1)) <= v < 1 << (t.bit_width - 1)
+
+
 def _type_ok(t: pa.DataType, v: Any) -> bool:
     if pa.types.is_list(t):
-        return isinstance(v, list) and all(_is_int(x) for x in v)
+        return isinstance(v, list) and all(_int_ok(t.value_type, x) for x in v)
     if pa.types.is_integer(t):
-        return _is_int(v)
+        return _int_ok(t, v)
     if pa.types.is_boolean(t):
         return isinstance(v, bool)
     return isinstance(v, str)
@@ -132,12 +144,12 @@ def row_problem(rec: dict[str, Any]) -> str | None:
     if rec.get("v") is None:
         return "missing required field 'v'"
     if rec["v"] != VERSION:
-        return f"unknown schema version {rec['v']!r} (this reader knows {VERSION})"
+        return f"unknown schema version {shown(rec['v'])} (this reader knows {VERSION})"
     for f in FIELDS:
         if f.required and rec.get(f.name) is None:
             return f"missing required field {f.name!r}"
     if rec["kind"] not in KINDS:
-        return f"unknown event kind {rec['kind']!r}"
+        return f"unknown event kind {shown(rec['kind'])}"
     if rec["seq"] < 0:
         return f"seq must be >= 0, got {rec['seq']}"
     if rec["kind"] == RUN_START and rec.get("config") is None:
@@ -150,11 +162,13 @@ def check_record(rec: Any, path: str, where: str) -> dict[str, Any]:
     if not isinstance(rec, dict):
         raise TraceError(path, where, f"a record must be a JSON object, got {type(rec).__name__}")
     if rec.get("v", VERSION) != VERSION:
-        raise TraceError(path, where, f"unknown schema version {rec['v']!r} (this reader knows {VERSION})")
+        raise TraceError(path, where, f"unknown schema version {shown(rec['v'])} (this reader knows {VERSION})")
     for f in FIELDS:
         v = rec.get(f.name)
         if v is not None and not _type_ok(f.type, v):
-            raise TraceError(path, where, f"field {f.name!r} has {v!r}, expected {_json_type(f.type)['type']}")
+            t = f.type.value_type if pa.types.is_list(f.type) else f.type
+            expected = _json_type(f.type)["type"] + (f" of {t} range" if pa.types.is_integer(t) else "")
+            raise TraceError(path, where, f"field {f.name!r} has {shown(v)}, expected {expected}")
     extra = rec.keys() - BY_NAME.keys()
     if extra:
         raise TraceError(path, where, f"unknown field(s) {sorted(extra)}")

@@ -35,7 +35,7 @@ from .conformance import replay_table
 from .files import BadRecord, parquet_file, parquet_location, read_file, read_table
 from .openchaos import count_records, read_history
 from .schema import ARROW, FIELDS, KINDS, RUN_START, VERSION, TraceError, row_problem
-from .validate import Inputs, Report, conformance_violation, spans_error
+from .validate import Inputs, Report, SparkUnavailable, conformance_violation, spans_error
 
 DEFAULT_MASTER = "local[*]"
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -49,7 +49,16 @@ VIOLATION = pa.schema(
 
 
 def session(master: str | None = None):
-    """A Spark session; executors run this interpreter (so they import rmqcheck)."""
+    """A Spark session; executors run this interpreter (so they import rmqcheck). SparkUnavailable
+    when it cannot start."""
+    try:
+        return _session(master)
+    except Exception as exc:  # Py4J's and PySpark's errors alike: Spark is not there
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise SparkUnavailable(f"Spark did not start with master {master or DEFAULT_MASTER}: {first[:300]}") from None
+
+
+def _session(master: str | None):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
@@ -68,7 +77,7 @@ def session(master: str | None = None):
     )
     if master and spark.sparkContext.master != master:  # getOrCreate found another session
         spark.stop()
-        return session(master)
+        return _session(master)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -10,6 +10,7 @@ history (traces/history.py) and store artefacts (traces/stores.py). The Spark en
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -41,6 +42,15 @@ CLIENT_OPS = pa.array([history.SEND, history.READ])  # what units["client_ops"] 
 # their records (lines), replica sets of store files, and the client operations (sends and reads).
 UNITS = ("files", "events", "runs", "histories", "history_records", "store_sets", "client_ops")
 Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+class SparkUnavailable(Exception):
+    """Spark could not start with the master asked for (unreachable, refused, killed)."""
+
+
+# The master URLs Spark takes (checked before starting it, which fails slowly and loudly).
+MASTER_FORMS = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|"
+                          r"spark://[^\s/:]+:\d+(,[^\s/:]+:\d+)*|yarn|k8s://\S+")
 
 
 class Inputs(NamedTuple):

@@ -389,5 +389,7 @@ def read(path: str | Path) -> Counterexample:
             raise CounterexampleError(
                 f"{path}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
             ) from None
+        except RecursionError:
+            raise CounterexampleError(f"{path}: not a counterexample: JSON nested too deeply") from None
         return from_json(data, str(path))
     return parse_scenario(text, str(path))

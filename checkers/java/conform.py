@@ -309,6 +309,8 @@ def parse_request(line: str, where: str) -> dict:
             req[key] = json.loads(value)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{where}: {key}: not a JSON value: {value!r} ({exc.msg})") from None
+        except RecursionError:
+            raise ValueError(f"{where}: {key}: not a JSON value: nested too deeply") from None
     return req
 
 

@@ -249,3 +249,18 @@ def run(
 
 def to_json(rows: list[Row]) -> list[dict[str, Any]]:
     return [{**r._asdict(), "cells": [c._asdict() for c in r.cells]} for r in rows]
+
+
+def from_json(rows: list[dict[str, Any]]) -> list[Row]:
+    """The rows `to_json` wrote; ValueError names the first bad record."""
+    out = []
+    for i, r in enumerate(rows, start=1):
+        try:
+            cells = tuple(Cell(**c) for c in r["cells"])
+            row = Row(**{**r, "cells": cells})
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"record {i}: not a matrix row as `rmqcheck matrix --json` writes it ({exc!r})") from None
+        if not isinstance(row.settings, dict) or row.mode not in ("controller", "classic", "dledger", "recovery"):
+            raise ValueError(f"record {i}: not a matrix row (mode {row.mode!r}, settings {type(row.settings).__name__})")
+        out.append(row)
+    return out

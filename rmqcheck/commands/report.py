@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rmqcheck.checkers.tables import rediscovery
+from rmqcheck.checkers.tables import matrix, rediscovery
 
 from .common import UsageError, json_file, out, positive, write_text
 
@@ -37,7 +37,19 @@ def run(args) -> int:
         else:
             raise UsageError(f"{p}: no such file or folder")
     cxs = report_html.counterexamples(paths)[: args.limit]
-    page = report_html.page(json_file(args.matrix, "--matrix"), json_file(args.bugs, "--bugs"), cxs)
+    page = report_html.page(_checked(args.matrix, "--matrix", matrix.from_json),
+                            _checked(args.bugs, "--bugs", rediscovery.from_json), cxs)
     write_text(args.out, page)
     out.print(f"wrote {args.out}: {len(cxs)} counterexamples drawn, {len(page) / 1e6:.1f} MB")
     return 0
+
+
+def _checked(path: str | None, option: str, parse) -> list[dict] | None:
+    """The records of a --matrix or --bugs file, each checked to be what that command writes."""
+    rows = json_file(path, option)
+    if rows is not None:
+        try:
+            parse(rows)
+        except ValueError as exc:
+            raise UsageError(f"{option} {path}: {exc}") from None
+    return rows

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rmqcheck.outputs import check_output
 from rmqcheck.traces.schema import TraceError
+from rmqcheck.traces.validate import MASTER_FORMS, SparkUnavailable
 
 from .common import add_result_options, natural, out, print_validation, run_validation, write_text
 
@@ -19,7 +20,8 @@ HELP = "check recorded traces, OpenChaos histories and epoch files"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--engine", choices=("local", "spark"), default="local")
-    p.add_argument("--master", help="Spark master URL (default local[*]; e.g. local-cluster[2,1,1024], spark://host:7077)")
+    p.add_argument("--master", type=_master, help="Spark master URL (default local[*]; e.g. local-cluster[2,1,1024], "
+                   "spark://host:7077)")
     p.add_argument("--violations", default="counterexamples/validate-violations.ndjson", help="where violations are written")
     p.add_argument("--skip-bad-records", action="store_true", help="skip bad records, writing them to --rejected")
     p.add_argument("--rejected", default="counterexamples/validate-rejected.ndjson")
@@ -31,6 +33,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_result_options(p)
 
 
+def _master(text: str) -> str:
+    if not MASTER_FORMS.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Spark master URL: local, local[N], local[*], "
+                                         "local-cluster[N,C,M], spark://HOST:PORT, yarn or k8s://...")
+    return text
+
+
 def run(args) -> int:
     check_output(args.violations, "--violations")
     check_output(args.rejected, "--rejected")
@@ -39,6 +48,10 @@ def run(args) -> int:
     except TraceError as exc:
         print(f"rmqcheck: bad input: {exc}", file=sys.stderr)
         args.results.add("validate", "input", "error", f"bad input: {exc}")
+        return 2
+    except SparkUnavailable as exc:
+        print(f"rmqcheck: error: --master: {exc}", file=sys.stderr)
+        args.results.add("validate", "spark", "error", str(exc))
         return 2
     if report.records() == 0 and not args.allow_empty:
         message = f"nothing to validate: {', '.join(args.paths)} hold(s) no record (--allow-empty to pass)"
