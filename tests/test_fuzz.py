@@ -579,6 +579,15 @@ def mutate_table(table: pa.Table, ops: Sequence[tuple]) -> tuple[pa.Table, int |
                 value = EXPANSIONS[LONG]
             values[op[1] % n] = value
             table = table.set_column(i, name, _column(values, table.schema.field(i).type))
+        elif kind == "bad_utf8" and n:  # a string cell that is not UTF-8 (Parquet does not check)
+            strings = [j for j, f in enumerate(table.schema) if pa.types.is_string(f.type)]
+            if strings:
+                i = strings[op[2] % len(strings)]
+                values = [None if v is None else v.encode() for v in table.column(i).to_pylist()]
+                values[op[1] % n] = op[3]
+                raw = pa.array(values, type=pa.binary())
+                col = pa.StringArray.from_buffers(len(raw), raw.buffers()[1], raw.buffers()[2], raw.buffers()[0])
+                table = table.set_column(i, table.schema.field(i).name, col)
         elif kind == "deep" and n:
             name = cols[op[2] % len(cols)]
             t, v = _nested(op[3])
@@ -611,7 +620,8 @@ def mutate_table(table: pa.Table, ops: Sequence[tuple]) -> tuple[pa.Table, int |
 table_op = st.one_of(
     st.tuples(st.just("retype"), pos, st.sampled_from(PARQUET_TYPES)),
     st.tuples(st.just("set"), pos, pos, st.sampled_from([*EXTREME_INTS, float("nan"), float("inf"), -0.0, "NaN",
-                                                         "Infinity", "", "\ud800", None, True, [], [2**63], LONG])),
+                                                         "Infinity", "", None, True, [], [2**63], LONG])),
+    st.tuples(st.just("bad_utf8"), pos, pos, st.sampled_from([b"\xff", b"\xed\xa0\x80", b"MASTER\xc3"])),
     st.tuples(st.just("deep"), pos, pos, st.sampled_from([2, 10, 40])),
     st.tuples(st.just("drop_column"), pos),
     st.tuples(st.just("extra_column"), st.sampled_from(["zz", "v", ""])),

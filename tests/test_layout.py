@@ -27,7 +27,9 @@ FLOORS = [
     ("rmqcheck.traces", 2.5, "traces"),
     ("rmqcheck.invariants", 1, "invariants"),
     ("rmqcheck.model", 0, "model"),
-    ("rmqcheck.outputs", 0, "outputs"),  # writing files whole: every floor above the model may use it
+    # Utilities every floor above the model may use: writing files whole, worker processes.
+    ("rmqcheck.outputs", 0, "utilities"),
+    ("rmqcheck.processes", 0, "utilities"),
     ("rmqcheck", 0, "model"),  # rmqcheck/__init__.py: only the version
 ]
 

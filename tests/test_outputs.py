@@ -123,3 +123,25 @@ def test_an_interrupted_recording_leaves_no_corpus(tmp_path, capsys, monkeypatch
     (out / "old.ndjson").write_text("")
     assert main(["conform", "--record", str(out), "--runs", "2"]) == 2
     assert "--force replaces it" in capsys.readouterr().err
+
+
+def test_ctrl_c_during_a_run_of_worker_processes_is_one_line_and_no_output(tmp_path):
+    """A real SIGINT to `simulate --jobs 2`: the workers leave it to the parent (no traceback from
+    each of them), which stops them, removes the partial corpus and exits 130."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    exe = Path(sys.executable).parent / "rmqcheck"
+    out = tmp_path / "corpus"
+    proc = subprocess.Popen([str(exe), "simulate", "--runs", "100000", "--runs-per-file", "500", "--jobs", "2",
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(tmp_path.glob(".corpus.partial*/part-*")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err == "rmqcheck: interrupted\n", err
+    assert not out.exists() and not leftovers(tmp_path)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
@@ -19,6 +18,7 @@ from rmqcheck.model import commitlog as cl
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, Action, candidates, initial_state
 from rmqcheck.model.world import State
+from rmqcheck.processes import workers
 
 from .files import part_name, write_part
 from .schema import RUN_END, RUN_START, VERSION
@@ -193,5 +193,5 @@ def simulate(corpus: Corpus, out: Path, jobs: int = 1) -> int:
     parts = [(corpus, out, p) for p in range(-(-corpus.runs // corpus.runs_per_file))]
     if jobs <= 1 or len(parts) == 1:
         return sum(map(_write, parts))
-    with ProcessPoolExecutor(jobs) as pool:
-        return sum(pool.map(_write, parts))
+    with workers(jobs) as pool:
+        return sum(pool.imap(_write, parts))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Iterable, TypeVar
+
+from rmqcheck.processes import workers
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -14,8 +15,8 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], jobs: int = 1,
     """`fn` over `tasks`, `jobs` processes at a time (in this process when jobs <= 1); results
     in task order, each handed to `on_result` as it comes."""
     results: list[R] = []
-    with ProcessPoolExecutor(jobs) if jobs > 1 else _Inline() as pool:
-        for r in pool.map(fn, tasks):
+    with workers(jobs) if jobs > 1 else _Inline() as pool:
+        for r in pool.imap(fn, tasks):
             results.append(r)
             if on_result:
                 on_result(r)
@@ -32,5 +33,5 @@ class _Inline:
         return None
 
     @staticmethod
-    def map(fn: Callable, tasks: Iterable):
+    def imap(fn: Callable, tasks: Iterable):
         return map(fn, tasks)
