@@ -122,6 +122,8 @@ def load(name_or_path: str) -> Config:
         raise ConfigError(f"{path}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except RecursionError:
         raise ConfigError(f"{path}: not a configuration: JSON nested too deeply") from None
+    except ValueError as exc:  # a number of more than 4,300 digits
+        raise ConfigError(f"{path}: not valid JSON: {exc}") from None
     return from_dict(data, str(path))
 
 

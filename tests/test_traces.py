@@ -483,3 +483,17 @@ def test_a_huge_field_is_clipped_in_messages_and_violations(tmp_path, capsys):
     assert main(["validate", str(d), "--violations", str(v), "--quiet"]) == 1
     assert len(capsys.readouterr().out) < 20_000 and v.stat().st_size < 2_000
     assert "(5,000,002 characters)" in v.read_text()
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_store_files_alone_validate(tmp_path, capsys, engine):
+    """A folder of epochFileCheckpoint sets alone crashed after checking (KeyError, issue 30)."""
+    for replica, text in (("broker-1", stores.format_epoch_file([(1, 0), (2, 5)])),
+                          ("broker-2", stores.format_epoch_file([(1, 0), (2, 7)]))):
+        (tmp_path / "sets" / "set-a" / replica).mkdir(parents=True)
+        (tmp_path / "sets" / "set-a" / replica / stores.FILE).write_text(text)
+    code = main(["validate", str(tmp_path / "sets"), "--violations", str(tmp_path / "v.ndjson"), "--quiet",
+                 "--engine", engine])
+    out = capsys.readouterr().out
+    assert code == 1 and "0 events in 0 runs, 0 OpenChaos histories (0 records), 1 store sets" in out
+    assert "epoch_agreement" in (tmp_path / "v.ndjson").read_text()

@@ -119,6 +119,8 @@ def _read_ndjson(path: str, skip: bool) -> Iterator[Item]:
                 yield _bad(path, where, "not a record: JSON nested too deeply", raw.decode("utf-8", "replace"), skip)
             except TraceError as exc:
                 yield _bad(path, where, exc.what, text, skip)
+            except ValueError as exc:  # a number of more than 4,300 digits
+                yield _bad(path, where, f"not a record: {exc}", raw.decode("utf-8", "replace"), skip)
             if len(rows) == BATCH_ROWS:
                 yield pa.RecordBatch.from_pylist(rows, schema=ARROW)
                 rows = []
@@ -153,6 +155,7 @@ def _read_parquet(path: str, skip: bool) -> Iterator[Item]:
     for g in range(f.num_row_groups):
         try:
             table = _conform(f.read_row_group(g))
+            table.validate(full=True)  # strings must be UTF-8 (Arrow does not check them on reading)
         except (OSError, pa.ArrowException) as exc:
             raise TraceError(path, f"row group {g}", f"unreadable: {exc}") from None
         if not table.num_rows:

@@ -180,6 +180,9 @@ def check_record(rec: Any, path: str, where: str) -> dict[str, Any]:
 
 def schema_problem(have: pa.Schema) -> str | None:
     """What keeps a Parquet file's schema from being read as v1; None when nothing does."""
+    twice = sorted({n for n in have.names if have.names.count(n) > 1})
+    if twice:
+        return f"column(s) {twice} appear more than once"
     missing = [f.name for f in FIELDS if f.required and f.name not in have.names]
     if missing:
         return f"missing required column(s) {missing}"

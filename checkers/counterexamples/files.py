@@ -230,6 +230,8 @@ def _parse_value(text: str, where: str) -> Any:
     if text in ("true", "false"):
         return text == "true"
     if text.lstrip("-").isdigit():
+        if len(text) > 30:  # no argument or field is that large; int() refuses 4,300 digits anyway
+            raise CounterexampleError(f"{where}: the number {text[:20]}... ({len(text):,} digits) is out of range")
         return int(text)
     if "," in text or text.startswith("["):
         return [_parse_value(t, where) for t in text.strip("[]").split(",") if t]
@@ -391,5 +393,7 @@ def read(path: str | Path) -> Counterexample:
             ) from None
         except RecursionError:
             raise CounterexampleError(f"{path}: not a counterexample: JSON nested too deeply") from None
+        except ValueError as exc:  # a number of more than 4,300 digits
+            raise CounterexampleError(f"{path}: not valid JSON: {exc}") from None
         return from_json(data, str(path))
     return parse_scenario(text, str(path))

@@ -130,8 +130,8 @@ def json_file(name: str | None, option: str) -> list | None:
         raise UsageError(f"{option} {name}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"{option} {name}: not readable JSON: {exc}") from None
-    except RecursionError:
-        raise UsageError(f"{option} {name}: not readable JSON: nested too deeply") from None
+    except (RecursionError, ValueError) as exc:  # nested too deeply, or a number of 4,300 digits
+        raise UsageError(f"{option} {name}: not readable JSON: {exc}") from None
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise UsageError(f"{option} {name}: expected a JSON list of records, as the command's --json writes")
     return data
