@@ -56,10 +56,13 @@ SCENARIOS = sorted(str(p.relative_to(ROOT / "scenarios")) for p in (ROOT / "scen
 # Scenarios written out as JSON counterexamples too: a liveness lasso (loop) and constructed start logs.
 AS_JSON = ("toggles/heartbeat_ignored_without_entry--L1.scn", "toggles/truncation_max_end.scn")
 
+# nested_given: `hunt --method stateful` runs Hypothesis itself, inside the example.
 COMMON = dict(deadline=None, derandomize=True, database=None, print_blob=False,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                     HealthCheck.data_too_large])
+                                     HealthCheck.data_too_large,
+                                     *[h for h in (getattr(HealthCheck, "nested_given", None),) if h]])
 WATCHDOG = 30.0  # seconds: a verb that takes longer on a small input hangs
+MEMORY = 3 * 2**30  # bytes of address space a verb may add on a small input (a list of 2**31 queues, say)
 
 
 # --- running the command line ------------------------------------------------------------------
@@ -89,13 +92,34 @@ def _watchdog(seconds: float):
         signal.signal(signal.SIGALRM, old)
 
 
+@contextlib.contextmanager
+def _memory_limit(extra: int):
+    """Address space capped at what the process has plus `extra` (Linux), so a verb allocating
+    without bound raises MemoryError here instead of exhausting the machine."""
+    try:
+        import resource
+
+        status = Path("/proc/self/status").read_text()
+        size = int(re.search(r"VmSize:\s+(\d+) kB", status)[1]) * 1024
+        old = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, TypeError):
+        yield
+        return
+    cap = size + extra if old[1] == resource.RLIM_INFINITY else min(size + extra, old[1])
+    resource.setrlimit(resource.RLIMIT_AS, (cap, old[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, old)
+
+
 def cli(argv: Sequence[str], seconds: float = WATCHDOG) -> Ran:
     """`main(argv)` with stdout and stderr captured (rich's consoles write to sys.stdout/stderr as
     they are at the time). An exception propagates: a traceback is a failure of the property."""
     argv = [str(a) for a in argv]
     _note(f"argv: {argv}")
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _watchdog(seconds):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _watchdog(seconds), _memory_limit(MEMORY):
         try:
             status = main(argv)
         except SystemExit as exc:  # argparse; the console script would exit the same way
@@ -551,6 +575,15 @@ def _column(values: list, prefer: pa.DataType) -> pa.Array:
                     type=pa.string())
 
 
+def _values(col) -> list:
+    """A column's values; a string column that is not UTF-8 (an earlier op) as bytes decoded with
+    replacement characters."""
+    try:
+        return col.to_pylist()
+    except UnicodeDecodeError:
+        return [None if v is None else v.decode("utf-8", "replace") for v in col.cast(pa.binary()).to_pylist()]
+
+
 def _nested(depth: int) -> tuple[pa.DataType, Any]:
     t, v = pa.int32(), 1
     for _ in range(depth):
@@ -565,35 +598,34 @@ def mutate_table(table: pa.Table, ops: Sequence[tuple]) -> tuple[pa.Table, int |
         kind, n = op[0], table.num_rows
         cols = table.column_names
         if kind == "retype":
-            name = cols[op[1] % len(cols)]
-            values = table.column(name).to_pylist()
+            i = op[1] % len(cols)
+            values = _values(table.column(i))
             col = _column([_convert(v, op[2]) for v in values], _arrow_type(op[2])) if op[2] != "null" \
                 else pa.nulls(n)
-            table = table.set_column(cols.index(name), name, col)
+            table = table.set_column(i, cols[i], col)
         elif kind == "set" and n:
-            name = cols[op[2] % len(cols)]
-            i = cols.index(name)
-            values = table.column(name).to_pylist()
+            i = op[2] % len(cols)
+            values = _values(table.column(i))
             value = op[3]
             if value == LONG:
                 value = EXPANSIONS[LONG]
             values[op[1] % n] = value
-            table = table.set_column(i, name, _column(values, table.schema.field(i).type))
+            table = table.set_column(i, cols[i], _column(values, table.schema.field(i).type))
         elif kind == "bad_utf8" and n:  # a string cell that is not UTF-8 (Parquet does not check)
             strings = [j for j, f in enumerate(table.schema) if pa.types.is_string(f.type)]
             if strings:
                 i = strings[op[2] % len(strings)]
-                values = [None if v is None else v.encode() for v in table.column(i).to_pylist()]
+                values = table.column(i).cast(pa.binary()).to_pylist()
                 values[op[1] % n] = op[3]
                 raw = pa.array(values, type=pa.binary())
                 col = pa.StringArray.from_buffers(len(raw), raw.buffers()[1], raw.buffers()[2], raw.buffers()[0])
                 table = table.set_column(i, table.schema.field(i).name, col)
         elif kind == "deep" and n:
-            name = cols[op[2] % len(cols)]
+            i = op[2] % len(cols)
             t, v = _nested(op[3])
             values = [None] * n
             values[op[1] % n] = v
-            table = table.set_column(cols.index(name), name, pa.array(values, type=t))
+            table = table.set_column(i, cols[i], pa.array(values, type=t))
         elif kind == "drop_column":
             table = table.remove_column(op[1] % len(cols))
         elif kind == "extra_column":
@@ -802,7 +834,7 @@ def _out_of_range_broker_json(data: bytes) -> str | None:
     if type(brokers) is not int or not 1 <= brokers <= 5:
         return None
     for a in doc["actions"]:
-        if isinstance(a, dict) and a.get("action") in ACTIONS:
+        if isinstance(a, dict) and isinstance(a.get("action"), str) and a["action"] in ACTIONS:
             for k in BROKER_ARGS:
                 v = a.get(k)
                 if type(v) is int and not 1 <= v <= brokers:

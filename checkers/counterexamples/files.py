@@ -174,6 +174,9 @@ def from_json(data: Any, where: str) -> Counterexample:
     _check_start(replicas, cfg, f"{where}: start")
     loop = data.get("loop")
     _check_loop(loop, len(actions), inv_id, where)
+    depends = data.get("depends_on_toggles", [])
+    if not isinstance(depends, list) or not all(isinstance(t, str) for t in depends):
+        raise CounterexampleError(f"{where}: 'depends_on_toggles' must be a list of toggle names")
     return Counterexample(
         cfg,
         actions,
@@ -181,7 +184,7 @@ def from_json(data: Any, where: str) -> Counterexample:
         message,
         seed,
         str(data.get("method", "stateful")),
-        tuple(data.get("depends_on_toggles", ())),
+        tuple(depends),
         replicas,
         truncation,
         loop,
