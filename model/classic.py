@@ -77,6 +77,12 @@ def validate(cfg: ClassicConfig) -> ClassicConfig:
         raise ValueError(f"slaves must be between 1 and 3, got {cfg.slaves}")
     if cfg.role not in (SYNC_MASTER, ASYNC_MASTER):
         raise ValueError(f"role must be {SYNC_MASTER} or {ASYNC_MASTER}, got {cfg.role!r}")
+    if not 1 <= cfg.file_size <= 1_000 or not 1 <= cfg.batch_size <= 1_000:
+        raise ValueError(f"file_size and batch_size must be 1 to 1,000, got {cfg.file_size} and {cfg.batch_size}")
+    if not cfg.message_sizes or any(not 1 <= z <= 7 for z in cfg.message_sizes) or not 0 <= cfg.max_messages <= 1_000:
+        raise ValueError("message_sizes must be 1 to 7 and max_messages 0 to 1,000")
+    if min(cfg.in_sync_replicas, cfg.crashes, cfg.resets) < 0:
+        raise ValueError("in_sync_replicas, crashes and resets must be >= 0")
     check_toggles(cfg.bugs, TOGGLE_NAMES, "classic")
     return cfg
 

@@ -81,8 +81,9 @@ def validate(cfg: Config) -> Config:
         raise ValueError("in_sync_replicas and min_in_sync_replicas must be >= 0")
     if not cfg.message_sizes or any(s < 1 or s > 7 for s in cfg.message_sizes):
         raise ValueError(f"message_sizes must be between 1 and 7, got {cfg.message_sizes}")
-    if cfg.queues < 1 or cfg.max_messages < 0 or cfg.batch_size < 1:
-        raise ValueError("queues and batch_size must be >= 1 and max_messages >= 0")
+    # Bounded above too: the model builds a tuple per queue, and a run per message.
+    if not 1 <= cfg.queues <= 64 or not 0 <= cfg.max_messages <= 10_000 or not 1 <= cfg.batch_size <= 1_000:
+        raise ValueError("queues must be 1 to 64, batch_size 1 to 1,000 and max_messages 0 to 10,000")
     if min(cfg.slave_timeout, cfg.heartbeat_timeout, cfg.not_catchup_time) < 0:
         raise ValueError("timeouts must be >= 0")
     bad = [b for b in cfg.async_learners if not 1 <= b <= cfg.brokers]

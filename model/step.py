@@ -819,6 +819,8 @@ def argument_problem(action: Action, cfg: Config) -> str | None:
     """What puts an argument outside the values `candidates` can give it under `cfg` (a broker
     id of 0, -1 or beyond the configured count would index the broker list from the end)."""
     for name, v in zip(ACTIONS[action[0]].args, action[1:]):
+        if not isinstance(v, int):
+            return f"{name} {v!r} is not an integer"
         low, high = _bounds(name, cfg)
         if v < low or (high is not None and v > high) or (name == "size" and v not in cfg.message_sizes):
             where = f"one of {list(cfg.message_sizes)}" if name == "size" else \

@@ -303,3 +303,15 @@ def test_a_spark_master_that_is_not_a_url_is_a_usage_error(capsys, master):
     with pytest.raises(SystemExit) as exc:
         main(["validate", "x", "--engine", "spark", "--master", master])
     assert exc.value.code == 2 and "is not a Spark master URL" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_an_unreachable_spark_master_is_one_clear_error(tmp_path, capsys):
+    """Spark gives up on an unreachable master after about a minute: exit 2, no Python traceback."""
+    corpus = tmp_path / "corpus"
+    assert main(["simulate", "--runs", "2", "--out", str(corpus)]) == 0
+    capsys.readouterr()
+    code = main(["validate", str(corpus), "--engine", "spark", "--master", "spark://127.0.0.1:1",
+                 "--violations", str(tmp_path / "v.ndjson")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Spark did not start with master spark://127.0.0.1:1" in err and "Traceback" not in err

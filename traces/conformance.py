@@ -84,7 +84,9 @@ def _replay(c: _Columns, a: int, b: int) -> RunVerdict:
     try:
         cfg, s = _start(c.config[a])
     except (ConfigError, ValueError) as exc:
-        return fail(0, 0, f"run_start config: {exc}")
+        return fail(0, 0, f"run_start config: {shown(str(exc))}")
+    except RecursionError:
+        return fail(0, 0, "run_start config: JSON nested too deeply")
     matched = 0
     for i in range(a + 1, b):
         expected_seq, seq, kind = i - a, c.seq[i], c.kind[i]

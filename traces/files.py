@@ -132,7 +132,7 @@ def parquet_file(path: str) -> pq.ParquetFile:
     """The file, opened and its schema checked; TraceError if it cannot be read as v1."""
     try:
         f = pq.ParquetFile(path)
-    except (OSError, pa.ArrowException) as exc:
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
         raise TraceError(path, "file", f"not a readable Parquet file: {exc}") from None
     problem = schema_problem(f.schema_arrow)
     if problem:
@@ -156,7 +156,7 @@ def _read_parquet(path: str, skip: bool) -> Iterator[Item]:
         try:
             table = _conform(f.read_row_group(g))
             table.validate(full=True)  # strings must be UTF-8 (Arrow does not check them on reading)
-        except (OSError, pa.ArrowException) as exc:
+        except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
             raise TraceError(path, f"row group {g}", f"unreadable: {exc}") from None
         if not table.num_rows:
             continue

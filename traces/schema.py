@@ -135,7 +135,16 @@ def _type_ok(t: pa.DataType, v: Any) -> bool:
         return _int_ok(t, v)
     if pa.types.is_boolean(t):
         return isinstance(v, bool)
-    return isinstance(v, str)
+    return isinstance(v, str) and _encodable(v)
+
+
+def _encodable(v: str) -> bool:
+    """JSON can escape a lone surrogate, which no UTF-8 column holds."""
+    try:
+        v.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def row_problem(rec: dict[str, Any]) -> str | None:

@@ -72,7 +72,8 @@ def _java_number(text: str | None, bits: int, what: str) -> int:
     """Integer.parseInt (bits 32) or Long.parseLong (bits 64): a NumberFormatException is Fatal."""
     if text is None:
         raise Fatal(f"the {what} is missing")
-    value = int(text) if _JAVA_INT.fullmatch(text) else None
+    # More than 19 digits is beyond a long (and int() refuses 4,300)
+    value = int(text) if _JAVA_INT.fullmatch(text) and len(text) <= 21 else None
     if value is None or not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
         kind = "an int" if bits == 32 else "a long"
         shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text):,} characters)"

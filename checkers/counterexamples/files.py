@@ -64,7 +64,7 @@ def action_from_json(obj: Any, where: str) -> Action:
     if not isinstance(obj, dict) or "action" not in obj:
         raise CounterexampleError(f"{where}: an action must be an object with an 'action' field, got {obj!r}")
     kind = obj["action"]
-    if kind not in ACTIONS:
+    if not isinstance(kind, str) or kind not in ACTIONS:
         raise CounterexampleError(f"{where}: unknown action {kind!r}")
     names = ACTIONS[kind].args
     extra = sorted(set(obj) - {"action", *names})

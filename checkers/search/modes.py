@@ -164,7 +164,8 @@ def parse(text: str, where: str) -> Scenario:
         elif word in mode.rules:
             names = mode.arg_names(word)
             got = dict(kv.partition("=")[::2] for kv in rest)
-            if sorted(got) != sorted(names) or not all(v.lstrip("-").isdigit() for v in got.values()):
+            if sorted(got) != sorted(names) or not all(v.lstrip("-").isdigit() and len(v) <= 20
+                                                        for v in got.values()):
                 raise CounterexampleError(f"{at}: {word} takes {' '.join(n + '=<int>' for n in names)}, got {line!r}")
             actions.append((word, *(int(got[n]) for n in names)))
         else:
