@@ -23,14 +23,19 @@ def check_output(path: str | Path | None, option: str) -> Path | None:
     p = Path(path)
     if p.is_dir():
         raise OutputError(f"{option} {path}: is a directory")
+    if not os.access(_existing_parent(p, option), os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise OutputError(f"{option} {path}: not writable")
+    return p
+
+
+def _existing_parent(p: Path, option: str) -> Path:
+    """The nearest folder above `p` that exists (mkdir creates the rest); OutputError when that is a file."""
     parent = p.parent
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():
-        raise OutputError(f"{option} {path}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise OutputError(f"{option} {path}: not writable")
-    return p
+        raise OutputError(f"{option} {p}: {parent} is not a directory")
+    return parent
 
 
 def write_atomically(path: str | Path, text: str) -> Path:
@@ -55,11 +60,7 @@ def check_folder(out: str | Path, option: str, force: bool) -> Path:
     if p.is_dir() and any(p.iterdir()) and not force:
         held = sum(1 for _ in p.iterdir())
         raise OutputError(f"{option} {out}: already holds {held} entries (an earlier output?); --force replaces it")
-    parent = p.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise OutputError(f"{option} {out}: {parent} is not a directory")
+    parent = _existing_parent(p, option)
     if not os.access(parent, os.W_OK):
         raise OutputError(f"{option} {out}: {parent} is not writable")
     return p

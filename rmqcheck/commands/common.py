@@ -32,25 +32,23 @@ class UsageError(Exception):
     """Bad usage: `rmqcheck: error: ...` and exit status 2."""
 
 
-def positive(text: str) -> int:
+def _whole(text: str, least: int, says: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
+    if value < least:
+        raise argparse.ArgumentTypeError(says)
     return value
+
+
+def positive(text: str) -> int:
+    return _whole(text, 1, "must be at least 1")
 
 
 def natural(text: str) -> int:
     """A whole number >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return value
+    return _whole(text, 0, "must be 0 or more")
 
 
 def seconds(text: str, allow_zero: bool = False) -> float:
