@@ -15,6 +15,7 @@ vocabulary above, and `rmqcheck invariants` prints it in this order.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable, Iterable, NamedTuple
 
 from rmqcheck.model import commitlog as cl
@@ -22,7 +23,7 @@ from rmqcheck.model import controller as ctl
 from rmqcheck.model import epochfile as ef
 from rmqcheck.model.broker import MASTER, TRANSFER, Broker, get_confirm_offset, max_phy, sync_state_set
 from rmqcheck.model.config import Config
-from rmqcheck.model.step import Action, alive_set
+from rmqcheck.model.step import Action, alive_set, bootstrap_actions, empty_cluster, format_action, step
 from rmqcheck.model.world import State
 
 StateCheck = Callable[[State, Config], list[str]]
@@ -311,7 +312,60 @@ def i6_unique_master_per_epoch(s: State, cfg: Config) -> list[str]:
 # --- I7 --------------------------------------------------------------------------------------
 
 
+def _truly_alive(s: State, b: int, cfg: Config) -> bool:
+    """Alive by the heartbeats that in fact reached the controller (the `reports` ghost), under
+    the controller's own rule (`isBrokerActive`): a broker that died less than a heartbeat
+    timeout ago still counts, since no controller can know sooner."""
+    r = s.reports[b - 1]
+    return r is not None and r.last_update + cfg.heartbeat_timeout >= s.now
+
+
 def i7_election_eligibility(pre: State, action: Action, post: State, cfg: Config) -> list[str]:
+    """Judged against what the brokers in fact reported, not against the controller's table,
+    so an election made on a stale or corrupted view fails it; the first election too."""
+    new = post.ctrl.grants[len(pre.ctrl.grants) :]
+    applied = pre.ctrl.applied
+    out = []
+    eligible = [b for b in sorted(applied.sss) if _truly_alive(post, b, cfg)]
+    for epoch, w in new:
+        if not _truly_alive(post, w, cfg):
+            r = post.reports[w - 1]
+            last = "never reported" if r is None else f"last reported at t={r.last_update}"
+            out.append(
+                f"broker {w} was elected (epoch {epoch}) although it {last} (now t={post.now}, "
+                f"heartbeat timeout {cfg.heartbeat_timeout})"
+            )
+        if w in cfg.async_learners:
+            out.append(f"async learner {w} was elected master (epoch {epoch})")
+        if applied.master_epoch == 0:
+            continue  # the first election defines the SyncStateSet; nothing to rank against
+        if w not in applied.sss and not cfg.unclean:
+            out.append(f"broker {w} was elected (epoch {epoch}) from outside the SyncStateSet {sorted(applied.sss)}")
+        mine = post.reports[w - 1]
+        if action[0] == "admin_elect" or w == applied.master or mine is None:
+            continue
+        better = [
+            b for b in eligible
+            if b != w and (post.reports[b - 1].epoch, post.reports[b - 1].max_offset) > (mine.epoch, mine.max_offset)
+        ]
+        if better:
+            rows = ", ".join(f"broker {b} {_reported(post, b)}" for b in [w] + better)
+            out.append(
+                f"broker {w} was elected (epoch {epoch}) over eligible brokers {better} whose last heartbeats "
+                f"reported a larger (epoch, maxOffset): {rows}"
+            )
+    return out
+
+
+def _reported(s: State, b: int) -> str:
+    r = s.reports[b - 1]
+    return f"(epoch {r.epoch}, maxOffset {r.max_offset})"
+
+
+def i7b_election_by_controller_view(pre: State, action: Action, post: State, cfg: Config) -> list[str]:
+    """I7 as the controller saw it: liveness and heartbeat data from its own table. Weaker
+    than I7 (a stale table satisfies it), but it separates a wrong election policy from a
+    wrong view: I7b fails only when the policy misranks the data it was given."""
     new = post.ctrl.grants[len(pre.ctrl.grants) :]
     applied = pre.ctrl.applied
     if not new or applied.master_epoch == 0:
@@ -325,10 +379,6 @@ def i7_election_eligibility(pre: State, action: Action, post: State, cfg: Config
     for epoch, w in new:
         if w not in alive:
             out.append(f"broker {w} was elected (epoch {epoch}) although the controller saw it dead")
-        if w not in applied.sss and not cfg.unclean:
-            out.append(f"broker {w} was elected (epoch {epoch}) from outside the SyncStateSet {sorted(applied.sss)}")
-        if w in cfg.async_learners:
-            out.append(f"async learner {w} was elected master (epoch {epoch})")
         if action[0] == "admin_elect" or w == applied.master:
             continue
         info = live[w - 1]
@@ -479,11 +529,22 @@ CATALOGUE: tuple[Invariant, ...] = (
     Invariant(
         "I7",
         "election_eligibility",
-        "An elected master was alive, in the SyncStateSet, not an async learner, and (unless it is the "
-        "old master or designated by an admin) had a maximal (epoch, maxOffset) among eligible brokers.",
+        "Judged by the heartbeats that in fact reached the controller, not by the controller's table: an "
+        "elected master was alive, not an async learner, in the SyncStateSet (after the first election), "
+        "and (unless it is the old master or designated by an admin) reported a maximal (epoch, maxOffset) "
+        "among the live members of the SyncStateSet.",
         lambda cfg: not cfg.unclean,
         "enableElectUncleanMaster=false",
         check_step=i7_election_eligibility,
+    ),
+    Invariant(
+        "I7b",
+        "election_by_controller_view",
+        "I7's liveness and ranking as the controller's own heartbeat table shows them: the election "
+        "policy picks a live, best-ranked member of what it was given.",
+        lambda cfg: not cfg.unclean,
+        "enableElectUncleanMaster=false",
+        check_step=i7b_election_by_controller_view,
     ),
     Invariant(
         "I8",
@@ -555,6 +616,29 @@ def check_transition(
     pre: State, action: Action, post: State, cfg: Config, ids: frozenset[str] | None = None
 ) -> list[Violation]:
     return step_violations(CATALOGUE, pre, action, post, cfg, ids)
+
+
+@lru_cache(maxsize=256)
+def bootstrap_violations(cfg: Config) -> tuple[Violation, ...]:
+    """Every invariant over the bootstrap that builds the initial state (model/step.py): the
+    empty cluster, each registration and the first election, each as a step. The states it
+    passes through are checked too, all but the last, which is the initial state itself."""
+    s = empty_cluster(cfg)
+    out = [Violation(v.invariant, f"in the empty cluster: {v.message}") for v in check_state(s, cfg)]
+    actions = bootstrap_actions(cfg)
+    for i, a in enumerate(actions):
+        n = step(s, a, cfg)
+        found = check_transition(s, a, n, cfg) + (check_state(n, cfg) if i < len(actions) - 1 else [])
+        out += [Violation(v.invariant, f"during the bootstrap, at {format_action(a)}: {v.message}") for v in found]
+        s = n
+    return tuple(out)
+
+
+def check_start(s: State, cfg: Config, ids: frozenset[str] | None = None) -> list[Violation]:
+    """The checks of a run's first state `s`: those of the bootstrap that built the initial
+    state, then those of `s` itself, so no invariant starts being evaluated late."""
+    boot = [v for v in bootstrap_violations(cfg) if ids is None or v.invariant in ids]
+    return boot + check_state(s, cfg, ids)
 
 
 def expected_ids(cfg: Config) -> frozenset[str]:

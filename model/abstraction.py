@@ -35,7 +35,7 @@ assert Conn._fields[-1] == "last_transfer_time"
 assert PendingPut._fields.index("deadline") == 2
 assert LiveInfo._fields[0] == "last_update"
 assert Controller._fields == ("applied", "pending", "live", "grants", "before_last", "last_event")
-assert State._fields == ("now", "brokers", "ctrl", "cut", "msgs", "sends", "reads", "used", "ran", "consumer")
+assert State._fields == ("now", "brokers", "ctrl", "cut", "msgs", "sends", "reads", "used", "ran", "consumer", "reports")
 assert Message._fields[-1] == "writer" and SendRecord._fields[1] == ReadRecord._fields[-1] == "broker"
 assert Conn._fields[0] == "slave" and Client._fields[1] == "master"
 
@@ -47,9 +47,11 @@ def _timeless_broker(b: Broker, now: int, caught_cap: int) -> tuple:
     return b[:_CAUGHT_UP] + (caught, conns) + b[_CONNS + 1 : _PUTS] + (puts,) + b[_PUTS + 1 :]
 
 
-def timeless(s: State, cfg: Config) -> tuple:
+def timeless(s: State, cfg: Config, ghost: bool = True) -> tuple:
     """The state with every timestamp replaced by its clamped age (a plain tuple, for hashing):
-    (brokers, controller, the rest of the state from `cut` on)."""
+    (brokers, controller, the rest of the state from `cut` on). Without `ghost`, the ghost
+    `reports` are left out: no rule reads them, so states that differ only there have the same
+    futures, and only an invariant that reads them (I7) needs them told apart."""
     now = s.now
     live_cap = cfg.heartbeat_timeout + 1
     # lastTransferTime becomes a caught-up time (`updateConnectionLastCaughtUpTime`), so both
@@ -59,8 +61,14 @@ def timeless(s: State, cfg: Config) -> tuple:
         _timeless_broker(b, now, caught_cap) if (b[_CAUGHT_UP] or b[_CONNS] or b[_PUTS]) else b for b in s.brokers
     )
     c = s.ctrl
-    live = tuple(None if i is None else (min(now - i[0], live_cap),) + i[1:] for i in c.live)
-    return (brokers, _make(Controller, c[:2] + (live,) + c[3:]), s[3:])
+    live = _aged(c.live, now, live_cap)
+    reports = _aged(s.reports, now, live_cap) if ghost else ()
+    return (brokers, _make(Controller, c[:2] + (live,) + c[3:]), s[3:-1] + (reports,))
+
+
+def _aged(infos: tuple, now: int, cap: int) -> tuple:
+    """Heartbeat records (LiveInfo) with their time as a clamped age."""
+    return tuple(None if i is None else (min(now - i[0], cap),) + i[1:] for i in infos)
 
 
 # --- broker renaming ---------------------------------------------------------------------------
@@ -68,10 +76,14 @@ def timeless(s: State, cfg: Config) -> tuple:
 
 def symmetries(cfg: Config) -> list[tuple[int, ...]]:
     """Renamings `perm` (broker i becomes perm[i - 1]) that keep the configuration: asyncLearner
-    brokers map to asyncLearner brokers. The identity comes first."""
+    brokers map to asyncLearner brokers, and each broker to one of equal election priority.
+    The identity comes first."""
     ids = range(1, cfg.brokers + 1)
-    learners = cfg.async_learners
-    return [p for p in permutations(ids) if all((p[i - 1] in learners) == (i in learners) for i in ids)]
+
+    def kind(i: int) -> tuple[bool, int]:
+        return i in cfg.async_learners, cfg.priority(i)
+
+    return [p for p in permutations(ids) if all(kind(p[i - 1]) == kind(i) for i in ids)]
 
 
 def _make(cls, values) -> tuple:
@@ -139,7 +151,7 @@ class _Renamer:
 
     def rest(self, rest: tuple) -> tuple:
         """State fields from `cut` on."""
-        cut, msgs, sends, reads, used, ran, consumer = rest
+        cut, msgs, sends, reads, used, ran, consumer, reports = rest
         return (
             self.ids(cut),
             tuple([_make(Message, m[:-1] + (self.id(m[-1]),)) for m in msgs]),
@@ -148,6 +160,7 @@ class _Renamer:
             used,
             frozenset([self.task(t) for t in ran]),
             consumer,
+            self.permuted(reports),
         )
 
     def permuted(self, items: tuple) -> tuple:
@@ -239,14 +252,14 @@ def free_hashes(view: tuple) -> list[int]:
     return [hash(_id_free_fields(b)) for b in view[0]]
 
 
-def canonical_key(s: State, cfg: Config, group: list[tuple[int, ...]]) -> int:
+def canonical_key(s: State, cfg: Config, group: list[tuple[int, ...]], ghost: bool = True) -> int:
     """A fingerprint shared by all renamings of `s` in `group` (identity first).
 
     The renamings tried are those that put the brokers' renaming-free signatures in the least
     order (sorted, for the full group); among them the least hash of the key view wins. Both
     choices depend on the renaming class only, so the key is canonical, and the usual case
     (distinct signatures) costs one renaming at most."""
-    view = timeless(s, cfg)
+    view = timeless(s, cfg, ghost)
     brokers = view[0]
     free = free_hashes(view)
     cut = s.cut

@@ -328,8 +328,21 @@ TOGGLES: tuple[Toggle, ...] = (
         "pitfall",
         "RIP-44 design text 'select one from the SyncStateSet', reference §6.7",
         "DefaultElectPolicy picks any alive SyncStateSet member instead of ordering by (epoch, maxOffset, priority).",
-        ("I7",),
+        ("I7", "I7b"),
         {**_DURABLE, "brokers": 3, "faults": _faults(crashes=1)},
+    ),
+    Toggle(
+        "learner_requests_election",
+        "finding",
+        "found by rmqcheck (issue 27, the bootstrap checked): ReplicasManager.startBasicService calls brokerElect "
+        "whatever asyncLearner says, and ReplicasInfoManager.electMaster's first election takes the requester "
+        "unchecked; docs/en/controller/deploy.md says a learner 'will not be elected as Master'",
+        "An asyncLearner broker asks to be elected like any other: if it registers first it becomes master "
+        "at masterEpoch 1 (the controller has no notion of learners). Intended: a learner never asks, and "
+        "waits for a master.",
+        ("I7",),
+        {**_DURABLE, "brokers": 2, "async_learners": [1], "faults": _faults()},
+        in_snapshot=True,
     ),
     Toggle(
         "no_inactive_master_scan",

@@ -45,6 +45,9 @@ class Config(NamedTuple):
     min_in_sync_replicas: int = 1  # minInSyncReplicas
     flush: str = ASYNC_FLUSH  # flushDiskType
     async_learners: frozenset[int] = frozenset()  # brokers with asyncLearner=true
+    # BrokerConfig.brokerElectionPriority per broker (index = id - 1), sent with every heartbeat;
+    # lower is preferred, on (epoch, maxOffset) ties. () is the default, Integer.MAX_VALUE for all.
+    priorities: tuple[int, ...] = ()
     # ControllerConfig
     unclean: bool = False  # enableElectUncleanMaster
     # Model bounds and time scale
@@ -62,6 +65,9 @@ class Config(NamedTuple):
     # Epoch-file quirks Q1/Q2 (reference §1.3): True mirrors the snapshot, False the intent.
     faithful_q1: bool = True
     faithful_q2: bool = True
+
+    def priority(self, broker: int) -> int:
+        return self.priorities[broker - 1] if self.priorities else 2**31 - 1
 
     def has(self, bug: str) -> bool:
         return bug in self.bugs
@@ -89,6 +95,10 @@ def validate(cfg: Config) -> Config:
     bad = [b for b in cfg.async_learners if not 1 <= b <= cfg.brokers]
     if bad:
         raise ValueError(f"async_learners names unknown brokers {sorted(bad)}")
+    if cfg.priorities and (len(cfg.priorities) != cfg.brokers or any(not -2**31 <= p < 2**31 for p in cfg.priorities)):
+        raise ValueError(f"priorities must give one Java int per broker ({cfg.brokers}), got {list(cfg.priorities)}")
+    if len(cfg.async_learners) == cfg.brokers and not cfg.has("learner_requests_election"):
+        raise ValueError("every broker is an async learner, and learners never ask to be elected: no master")
     if any(n < 0 for n in cfg.faults):
         raise ValueError("fault budgets must be >= 0")
     check_toggle_names(cfg.bugs)

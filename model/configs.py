@@ -21,6 +21,14 @@ NAMED: dict[str, tuple[Config, str]] = {
     ),
     "durable": (Config(all_ack=True, flush=SYNC_FLUSH), "allAckInSyncStateSet=true, SYNC_FLUSH, 2 brokers"),
     "durable3": (Config(brokers=3, all_ack=True, flush=SYNC_FLUSH), "allAckInSyncStateSet=true, SYNC_FLUSH, 3 brokers"),
+    "learner-first": (
+        Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, async_learners=frozenset({1})),
+        "durable3 where broker 1, the first to register, is an async learner",
+    ),
+    "priority-last": (
+        Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, priorities=(3, 1, 2)),
+        "durable3 where broker 1, the first to register, has the worst brokerElectionPriority (3, against 1 and 2)",
+    ),
     "isr2": (
         Config(in_sync_replicas=2, min_in_sync_replicas=2, flush=SYNC_FLUSH),
         "inSyncReplicas=2, minInSyncReplicas=2, SYNC_FLUSH, 2 brokers",
@@ -34,6 +42,7 @@ _TYPES: dict[str, type] = {
     "min_in_sync_replicas": int,
     "flush": str,
     "async_learners": list,
+    "priorities": list,
     "unclean": bool,
     "queues": int,
     "message_sizes": list,
@@ -58,7 +67,7 @@ def to_dict(cfg: Config, with_bugs: bool = True) -> dict[str, Any]:
             value = value._asdict()
         elif name in ("async_learners", "bugs"):
             value = sorted(value)
-        elif name == "message_sizes":
+        elif name in ("message_sizes", "priorities"):
             value = list(value)
         if name != "bugs" or with_bugs:
             out[name] = value
@@ -94,7 +103,7 @@ def from_dict(data: Any, where: str, base: Config | None = None) -> Config:
             for item in value:
                 _check_type(where, name, item, int if name == "async_learners" else str)
             value = frozenset(value)
-        elif name == "message_sizes":
+        elif name in ("message_sizes", "priorities"):
             for item in value:
                 _check_type(where, name, item, int)
             value = tuple(value)

@@ -118,12 +118,15 @@ def _heartbeat(s: State, b: Broker, cfg: Config, registering: bool = False) -> S
     that timed out was removed by the controller's scan, so it is created afresh. Before #5712
     (toggle heartbeat_ignored_without_entry) only `registerBroker`, at start-up, created an
     entry: the heartbeat of a broker the leader had none for was dropped."""
+    epoch, max_offset, confirm = ef.last_epoch(b.epochs), max_phy(b), get_confirm_offset(b, cfg)
+    report = ctl.LiveInfo(s.now, epoch, max_offset, confirm, cfg.priority(b.id))
+    s = s._replace(reports=s.reports[: b.id - 1] + (report,) + s.reports[b.id :])
     ctrl = s.ctrl
     if not ctl.is_alive(ctrl, b.id, s.now, cfg.heartbeat_timeout):
         ctrl = ctl.expire(ctrl, b.id)
     if cfg.has("heartbeat_ignored_without_entry") and not registering and ctrl.live[b.id - 1] is None:
         return s._replace(ctrl=ctrl)
-    ctrl = ctl.on_broker_heartbeat(ctrl, b.id, s.now, ef.last_epoch(b.epochs), max_phy(b), get_confirm_offset(b, cfg))
+    ctrl = ctl.on_broker_heartbeat(ctrl, b.id, s.now, epoch, max_offset, confirm, report.priority)
     return s._replace(ctrl=ctrl)
 
 
@@ -535,6 +538,8 @@ def rule_register(s: State, cfg: Config, b_id: int, lost: int) -> State | None:
             return s  # heartbeat and RUNNING follow once the promotion finishes
     s = _heartbeat(s, s.broker(b_id), cfg, registering=True)
     if s.broker(b_id).master_id is None:
+        if b_id in cfg.async_learners and not cfg.has("learner_requests_election"):
+            return None if lost else s  # a learner waits for a master instead of asking to be one
         s, known = broker_elect(s, b_id, bool(lost), cfg)
         if lost:
             s = _use(s, "lost_responses")
@@ -684,9 +689,13 @@ def rule_heal(s: State, cfg: Config) -> State | None:
 
 
 def rule_hb_timeout(s: State, cfg: Config, b_id: int) -> State | None:
-    """The controller expires a broker that is in fact alive (lost heartbeats, a long GC)."""
+    """The controller expires a broker that is in fact alive (lost heartbeats, a long GC).
+    Its heartbeats were in truth lost for a timeout, so its report (ghost) is that old too."""
     if not ctl.is_alive(s.ctrl, b_id, s.now, cfg.heartbeat_timeout) or not _budget_left(s, cfg, "heartbeat_timeouts"):
         return None
+    r = s.reports[b_id - 1]
+    lost = r._replace(last_update=min(r.last_update, s.now - cfg.heartbeat_timeout - 1))
+    s = s._replace(reports=s.reports[: b_id - 1] + (lost,) + s.reports[b_id:])
     return _use(s._replace(ctrl=ctl.expire(s.ctrl, b_id)), "heartbeat_timeouts")
 
 
@@ -936,15 +945,21 @@ def format_action(action: Action) -> str:
 # --- the initial state -------------------------------------------------------------------------
 
 BOOTSTRAP_NOTE = (
-    "warm start: ids 1..N applied (ApplyBrokerId), broker 1 registers and wins the first "
-    "election (masterEpoch 1), the others register as its slaves"
+    "warm start: ids 1..N applied (ApplyBrokerId), broker 1 registers first and wins the first "
+    "election (masterEpoch 1), unless it is an async learner that does not ask to be elected "
+    "(then the first other broker wins), and the others register as slaves"
 )
 
 
 def bootstrap_actions(cfg: Config) -> list[Action]:
-    acts: list[Action] = [("register", 1, 0), ("finish_promotion", 1)]
-    acts += [("register", i, 0) for i in range(2, cfg.brokers + 1)]
-    return acts
+    """Broker 1 registers first. A learner that does not ask to be elected waits, and the
+    first broker that may be master registers and wins; the others then register as slaves."""
+    waits = 1 in cfg.async_learners and not cfg.has("learner_requests_election")
+    first = min(i for i in range(1, cfg.brokers + 1) if i not in cfg.async_learners) if waits else 1
+    acts: list[Action] = [("register", 1, 0)] + ([("register", first, 0)] if waits else [])
+    acts.append(("finish_promotion", first))
+    acts += [("register", i, 0) for i in range(2, cfg.brokers + 1) if i != first]
+    return acts + ([("register", 1, 0)] if waits else [])
 
 
 def empty_cluster(cfg: Config) -> State:
@@ -968,6 +983,7 @@ def empty_cluster(cfg: Config) -> State:
         reads=(),
         used=NO_FAULTS,
         consumer=(0,) * cfg.queues,
+        reports=(None,) * cfg.brokers,
     )
 
 

@@ -49,6 +49,11 @@ class State(NamedTuple):
     # One consumer group's client, per queue (RemoteBrokerOffsetStore.offsetTable): the next
     # queue offset to read, or UNLOADED. Each pull commits it to the broker it pulls from.
     consumer: tuple[int, ...] = ()
+    # Ghost state, never read by a rule: per broker, the last heartbeat that in fact reached the
+    # controller (time, lastEpoch, maxPhyOffset, confirmOffset, priority), whatever the
+    # controller then made of it. Invariant I7 judges elections against it, not against the
+    # controller's own table, so a controller that keeps a stale view cannot hide behind it.
+    reports: tuple = ()
 
     def broker(self, broker_id: int) -> Broker:
         return self.brokers[broker_id - 1]

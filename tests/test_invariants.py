@@ -11,7 +11,7 @@ from rmqcheck.checkers.search import liveness
 from rmqcheck.checkers.counterexamples.files import read
 from rmqcheck.checkers.counterexamples.replay import ReplayError, replay
 from rmqcheck.checkers.counterexamples.startstate import start_state
-from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, check_state, check_transition, expected_ids
+from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, check_start, check_state, check_transition, expected_ids
 from rmqcheck.invariants.liveness import LIVENESS_BY_ID
 from rmqcheck.model.broker import conn_of, get_confirm_offset
 from rmqcheck.model.bugs import TOGGLES
@@ -47,7 +47,7 @@ def test_the_initial_state_satisfies_every_invariant():
 def _violated(cfg, actions, start=()) -> set[str]:
     """Invariants violated anywhere along `actions`, skipping actions that are not enabled."""
     s = start_state(cfg, start)
-    seen = {v.invariant for v in check_state(s, cfg)}
+    seen = {v.invariant for v in check_start(s, cfg)}
     for a in actions:
         try:
             nxt = step(s, a, cfg)

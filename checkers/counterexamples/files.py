@@ -251,7 +251,7 @@ def _pairs(words: list[str], where: str) -> dict[str, Any]:
     return out
 
 
-_LIST_FIELDS = ("async_learners", "message_sizes")
+_LIST_FIELDS = ("async_learners", "message_sizes", "priorities")
 
 
 def parse_scenario(text: str, where: str) -> Counterexample:

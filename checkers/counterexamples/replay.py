@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, NamedTuple, Sequence
 
-from rmqcheck.invariants.catalogue import Violation, check_state, check_transition
+from rmqcheck.invariants.catalogue import Violation, check_start, check_state, check_transition
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import Action, NotEnabled, format_action, step
 from rmqcheck.model.world import State
@@ -42,7 +42,7 @@ def replay(
     naming the first action that is not enabled. With `stop_at_violation`, stop after the
     first violation of that invariant."""
     s = start_state(cfg, start)
-    states, violations = [s], [check_state(s, cfg, ids)]
+    states, violations = [s], [check_start(s, cfg, ids)]
     for i, a in enumerate(actions, start=1):
         try:
             nxt = step(s, a, cfg)
@@ -74,7 +74,7 @@ def run_lenient(
     violation of `invariant`, or None if it is not violated."""
     ids = frozenset({invariant})
     s = start_state(cfg, start)
-    if check_state(s, cfg, ids):
+    if check_start(s, cfg, ids):
         return []
     ran: list[Action] = []
     for a in actions:

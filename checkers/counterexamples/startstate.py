@@ -91,6 +91,7 @@ def start_state(cfg: Config, replicas: Sequence[Replica]) -> State:
     members = frozenset(r.broker for r in replicas)
     brokers = list(s.brokers)
     live = list(s.ctrl.live)
+    reports = list(s.reports)
     for r in replicas:
         cells = tuple(cl.cell(ids[(o, epoch_at(r.epochs, o))], 0) for o in range(r.log))
         confirm = min(acked_end, r.log)
@@ -107,11 +108,11 @@ def start_state(cfg: Config, replicas: Sequence[Replica]) -> State:
             cq=(tuple(cl.cell_msg(c) for c in cells[:confirm]),) + b.cq[1:],
             queue_table=(r.log if r.broker == 1 else confirm,) + b.queue_table[1:],
         )
-        live[r.broker - 1] = LiveInfo(s.now, r.epochs[-1][0] if r.epochs else -1, r.log, confirm)
+        live[r.broker - 1] = reports[r.broker - 1] = LiveInfo(s.now, r.epochs[-1][0] if r.epochs else -1, r.log, confirm)
     ctrl = s.ctrl._replace(
         applied=s.ctrl.applied._replace(master=1, master_epoch=epoch, sss=members),
         live=tuple(live),
         grants=((epoch, 1),),
     )
     sends = tuple(SendRecord(m.id, 1, PUT_OK) for m in msgs if m.end <= acked_end and m.writer == 1)
-    return s._replace(brokers=tuple(brokers), ctrl=ctrl, msgs=msgs, sends=sends)
+    return s._replace(brokers=tuple(brokers), ctrl=ctrl, msgs=msgs, sends=sends, reports=tuple(reports))

@@ -24,7 +24,7 @@ import time
 from array import array
 from typing import Any, Callable, Generator, Iterable, NamedTuple
 
-from rmqcheck.invariants.catalogue import BY_ID, Violation, check_state, check_transition
+from rmqcheck.invariants.catalogue import BY_ID, Violation, check_start, check_state, check_transition
 from rmqcheck.model import dledger
 from rmqcheck.model.classic import ClassicConfig
 from rmqcheck.model.dledger import DLedgerConfig
@@ -197,6 +197,10 @@ class Graph(NamedTuple):
     expanded: bytearray  # 1 where the state's successors are all in `edges`
 
 
+# The one invariant that reads the model's ghost state (`State.reports`).
+GHOST_READER = "I7"
+
+
 class Space(NamedTuple):
     """What the explorer needs of a model: where it starts, what is enabled, the fingerprint
     of a state, which states are expanded, and the invariants (a list of violations for the
@@ -207,17 +211,19 @@ class Space(NamedTuple):
     key: Callable[[Any], int]
     expands: Callable[[Any, int], bool]
     check_state: Callable[[Any, frozenset], list[Violation]]
+    check_start: Callable[[Any, frozenset], list[Violation]]  # of the initial state (and how it was built)
     check_transition: Callable[[Any, Action, Any, frozenset], list[Violation]]
     coverage: Callable[[], Any]  # a fresh recorder with record(pre, action, post)
     invariants: frozenset[str]
 
 
-def controller_space(cfg: Config, bounds: Bounds) -> Space:
-    """Controller mode (model/step.py) with the explorer's bounds and views."""
+def controller_space(cfg: Config, bounds: Bounds, ghost: bool = True) -> Space:
+    """Controller mode (model/step.py) with the explorer's bounds and views; without `ghost`,
+    states that differ only in what no rule reads (the heartbeat reports I7 judges) are one."""
     group = symmetries(cfg) if bounds.symmetry else []
 
     def key(s: State) -> int:
-        return canonical_key(s, cfg, group) if len(group) > 1 else hash(timeless(s, cfg))
+        return canonical_key(s, cfg, group, ghost) if len(group) > 1 else hash(timeless(s, cfg, ghost))
 
     return Space(
         initial_state(cfg),
@@ -225,6 +231,7 @@ def controller_space(cfg: Config, bounds: Bounds) -> Space:
         key,
         bounds.expands,
         lambda s, ids: check_state(s, cfg, ids),
+        lambda s, ids: check_start(s, cfg, ids),
         lambda s, a, n, ids: check_transition(s, a, n, cfg, ids),
         lambda: Coverage(cfg),
         frozenset(BY_ID),
@@ -238,6 +245,7 @@ def mode_space(mode: Mode, cfg: Any, max_depth: int | None = None, key: Callable
         lambda s: mode.successors(s, cfg),
         key,
         lambda s, depth: max_depth is None or depth < max_depth,
+        lambda s, ids: mode.check_state(s, cfg, ids),
         lambda s, ids: mode.check_state(s, cfg, ids),
         lambda s, a, n, ids: mode.check_transition(s, a, n, cfg, ids),
         ActionCounts,
@@ -255,7 +263,7 @@ class Explorer:
         self.cfg = cfg
         self.bounds = bounds
         if isinstance(cfg, Config):
-            self.space = controller_space(cfg, bounds)
+            self.space = controller_space(cfg, bounds, ghost=invariants is None or GHOST_READER in invariants)
         elif isinstance(cfg, DLedgerConfig):
             # members are interchangeable: a state is stored once for all renamings
             perms = list(itertools.permutations(range(cfg.nodes)))
@@ -327,7 +335,7 @@ class Explorer:
         if graph is not None:
             graph.labels.append(label(s0))
             graph.expanded.append(0)
-        stop = note(space.check_state(s0, frozenset(remaining)), ())
+        stop = note(space.check_start(s0, frozenset(remaining)), ())
         frontier: list[tuple[int, State]] = [(0, s0)]
         depth = transitions = pruned = 0
         stopped = "violation" if stop else None

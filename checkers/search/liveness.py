@@ -118,7 +118,7 @@ def recheck(cfg: Config, actions: tuple[Action, ...], loop: int, prop: str) -> s
             return None
         states.append(s)
     loop_states = states[loop:-1]
-    if not loop_states or timeless(states[loop], cfg) != timeless(states[-1], cfg):
+    if not loop_states or timeless(states[loop], cfg, ghost=False) != timeless(states[-1], cfg, ghost=False):
         return None
     opened = set.intersection(*(set(LIVENESS_BY_ID[prop].open(x, cfg)) for x in loop_states))
     if not opened:

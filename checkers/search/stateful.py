@@ -16,7 +16,7 @@ from typing import Iterable
 from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, invariant, precondition, rule
 
-from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, Violation
+from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE, Violation, check_start
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, Action, initial_state, successors
 from rmqcheck.model.world import State
@@ -89,7 +89,9 @@ def _invariant_for(inv_id: str):
         if inv_id not in self.targets:
             return
         messages = []
-        if inv.check is not None:
+        if self.last is None:  # the first state: the bootstrap that built it too
+            messages += [v.message for v in check_start(self.state, self.cfg, frozenset({inv_id}))]
+        elif inv.check is not None:
             messages += inv.check(self.state, self.cfg)
         if inv.check_step is not None and self.last is not None:
             messages += inv.check_step(*self.last, self.cfg)

@@ -20,7 +20,7 @@ import random
 import time
 from typing import Any, Callable, Hashable, Iterable, NamedTuple
 
-from rmqcheck.invariants.catalogue import BY_ID, check_state, check_transition
+from rmqcheck.invariants.catalogue import BY_ID, check_start, check_state, check_transition
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import Action, NotEnabled, initial_state, successors
 from rmqcheck.model.world import State
@@ -57,6 +57,9 @@ def one_walk(
     rng = random.Random(f"{seed}:{index}")
     s = initial_state(cfg)
     actions: list[Action] = []
+    vs = check_start(s, cfg, ids)
+    if vs:
+        return actions, (vs[0].invariant, vs[0].message)
     for _ in range(depth):
         succ = successors(s, cfg)
         a, n = succ[rng.randrange(len(succ))]
@@ -241,7 +244,12 @@ def guided(
         return (vs[0].invariant, vs[0].message) if vs else None
 
     start = time.perf_counter()
-    r = _guided_search(initial_state(cfg), lambda s: successors(s, cfg), violation_of, controller_key,
+    s0 = initial_state(cfg)
+    first = check_start(s0, cfg, ids)
+    if first:
+        hit = WalkHit(first[0].invariant, first[0].message, 0, (), ())
+        return WalkResult(0, 0, time.perf_counter() - start, hit, coverage, 1)
+    r = _guided_search(s0, lambda s: successors(s, cfg), violation_of, controller_key,
                        seed, budget, hop, progress, coverage.record)
     hit = None
     if r.violation is not None:

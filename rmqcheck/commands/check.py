@@ -48,6 +48,8 @@ CHECK_JOBS = (
     ("durable", True),
     ("durable3", True),
     ("durable3", False),
+    ("learner-first", True),
+    ("priority-last", False),
 )
 
 

@@ -60,7 +60,8 @@ def run(args) -> int:
     ):
         table.add_column(col, **kw)
     first_hit: tuple[int, str] | None = None
-    for i, a in enumerate(cx.actions, start=1):
+    # Row 0: what the start, and the bootstrap that built it, already violate.
+    for i in range(len(cx.actions) + 1):
         vs = r.violations[i]
         marks = []
         for v in vs:
@@ -70,7 +71,12 @@ def run(args) -> int:
                 v.invariant == cx.invariant or (cx.invariant is None and v.invariant in expected)
             ):
                 first_hit = (i, v.invariant)
+        if i == 0:
+            if marks:
+                table.add_row("0", "(the start and its bootstrap)", "", "\n".join(marks))
+            continue
         step_no = f"{i} (loop)" if cx.loop is not None and i == cx.loop + 1 else str(i)
+        a = cx.actions[i - 1]
         table.add_row(step_no, format_action(a), changes(r.states[i - 1], r.states[i]), "\n".join(marks))
     if not args.quiet:
         out.print(
