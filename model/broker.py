@@ -16,6 +16,7 @@ from . import commitlog as cl
 from . import epochfile as ef
 from .commitlog import CommitLog, Messages
 from .config import Config
+from .connections import EPOCH_ZERO, Conn, ack_conns, conn_of, replace_conn
 from .epochfile import EpochFile
 
 MASTER = "MASTER"  # BrokerRole.SYNC_MASTER: controller mode always makes masters SYNC_MASTER
@@ -25,24 +26,6 @@ NONE = "NONE"  # after a restart, before the controller gave a role (fenced)
 READY = "READY"
 TRANSFER = "TRANSFER"
 
-# Java's timestamp 0 (1970): decades before any tick, whereas the model's time 0 is the start
-# of the run. Timestamps the code starts at 0 (lastTransferTimeMs, a missing caught-up time)
-# start here, so they look as old as they are (and the explorer's time view stays exact).
-EPOCH_ZERO = -(10**9)
-
-
-class Conn(NamedTuple):
-    """`AutoSwitchHAConnection`, the master's end of one slave's HA connection (§2.4)."""
-
-    slave: int
-    learner: bool  # isAsyncLearner, from the slave's handshake
-    ack: int = -1  # slaveAckOffset
-    request: int = -1  # slaveRequestOffset: set by the first ack only
-    next: int = -1  # nextTransferFromWhere
-    transfer_epoch: int = -1  # currentTransferEpoch
-    transfer_end: int = 0  # currentTransferEpochEndOffset (starts at 0); -1 means unbounded (last epoch)
-    last_master_max: int = -1  # lastMasterMaxOffset: master max at the last data send
-    last_transfer_time: int = EPOCH_ZERO  # lastTransferTimeMs
 
 
 class Client(NamedTuple):
@@ -107,17 +90,6 @@ def max_phy(b: Broker) -> int:
     return len(b.log.cells)
 
 
-def conn_of(b: Broker, slave: int) -> Conn | None:
-    for c in b.conns:
-        if c.slave == slave:
-            return c
-    return None
-
-
-def replace_conn(b: Broker, conn: Conn) -> Broker:
-    return b._replace(conns=tuple(conn if c.slave == conn.slave else c for c in b.conns))
-
-
 def _set_pair(pairs: tuple[tuple[int, int], ...], key: int, value: int) -> tuple[tuple[int, int], ...]:
     return tuple(sorted({**dict(pairs), key: value}.items()))
 
@@ -171,13 +143,15 @@ def compute_confirm_offset(b: Broker, cfg: Config) -> int:
     # has not acked yet (-1). Intended: an ack of 0 counts, and a member that has not acked on
     # its current connection holds confirmOffset like a missing connection does.
     skip_unacked = cfg.has("confirm_skips_unacked_members")
+    conns = ack_conns(b, cfg)
     if not cfg.has("confirm_min_over_connected_only"):
-        acks = {c.slave: c.ack for c in b.conns}
+        connected = {c.slave for c in conns}
+        unacked = {c.slave for c in conns if c.ack < 0}
         for s in members:
-            if s != b.id and (s not in acks or (not skip_unacked and acks[s] < 0)):
+            if s != b.id and (s not in connected or (not skip_unacked and s in unacked)):
                 return confirm_offset_directly(b, cfg)
     result = max_phy(b)
-    for c in b.conns:
+    for c in conns:
         if c.slave in members and (c.ack > 0 if skip_unacked else c.ack >= 0):
             result = min(result, c.ack)
     return result
@@ -274,10 +248,11 @@ def propose_sync_state_set(b: Broker, proposal: frozenset[int], cfg: Config) -> 
     return queue_alter(mark_synchronizing(b, proposal, cfg), proposal)
 
 
-def remove_connection(b: Broker, slave: int, cfg: Config) -> Broker:
-    """`AutoSwitchHAService.removeConnection`: drop the connection; a member of the local set
-    is proposed for removal at once (the local set changes only when confirmed)."""
-    b = b._replace(conns=tuple(c for c in b.conns if c.slave != slave))
+def remove_connection(b: Broker, slave: int, cfg: Config, lingering: bool = False) -> Broker:
+    """`AutoSwitchHAService.removeConnection`: drop the slave's live connection (or, with
+    `lingering`, its lingering one); a member of the local set is proposed for removal at once
+    (the local set changes only when confirmed), even while another connection of it lives."""
+    b = b._replace(conns=tuple(c for c in b.conns if c.slave != slave or c.lingering != lingering))
     if slave in b.sss:
         b = propose_sync_state_set(b, b.sss - {slave}, cfg)
     return b

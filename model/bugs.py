@@ -47,6 +47,7 @@ def _faults(**budget: int) -> dict[str, int]:
         "connection_resets",
         "epoch_file_losses",
         "controller_failovers",
+        "lingering_connections",
     )
     unknown = set(budget) - set(names)
     assert not unknown, unknown
@@ -151,7 +152,7 @@ TOGGLES: tuple[Toggle, ...] = (
         "stays Long.MAX_VALUE) can get a consistent point beyond that end; truncateFiles returns true "
         "without cutting and currentReportedOffset becomes the point, so the slave acks bytes it does not "
         "have and the master counts them (intended: the point is clamped to the slave's maxPhyOffset).",
-        ("I2",),
+        ("I2", "I8"),
         {**_DURABLE, "brokers": 2, "faults": _WIDE},
         in_snapshot=True,
         needs=("epoch_reapply_moves_start",),
@@ -342,6 +343,21 @@ TOGGLES: tuple[Toggle, ...] = (
         "waits for a master.",
         ("I7",),
         {**_DURABLE, "brokers": 2, "async_learners": [1], "faults": _faults()},
+        in_snapshot=True,
+    ),
+    Toggle(
+        "acks_counted_per_connection",
+        "finding",
+        "found by rmqcheck (issue 27, the master's connection list modelled): GroupTransferService.doWaitTransfer "
+        "counts acks per HAConnection (its own TODO, GroupTransferService.java:121: 'We must ensure every "
+        "HAConnection represents a different slave'), and AutoSwitchHAService.connectionList keeps a slave's "
+        "closed connection until its read loop notices",
+        "A put waits for acks by counting connections, not replicas: a slave whose old connection lingers "
+        "beside its new one counts twice, so an allAck put is acked while a SyncStateSet member lacks it "
+        "(computeConfirmOffset also takes the stale connection's ack). Intended: each replica's newest "
+        "connection counts, once.",
+        ("I2", "I4"),
+        {**_DURABLE, "brokers": 3, "faults": _faults(lingering_connections=1)},
         in_snapshot=True,
     ),
     Toggle(

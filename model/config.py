@@ -29,6 +29,9 @@ class FaultBudget(NamedTuple):
     epoch_file_losses: int = 0  # epochFileCheckpoint and .bak deleted (operator error)
     controller_failovers: int = 1  # observable only under controller_serves_before_apply or heartbeat_ignored_without_entry
     consumer_restarts: int = 1  # the consumer forgets its in-memory offsets (restart, rebalance)
+    # A slave's HA client closes its connection while the master's end stays in its connection
+    # list until it notices (the EOF or its housekeeping): the stale and the next connection coexist.
+    lingering_connections: int = 1
 
     def total(self) -> int:
         return sum(self)

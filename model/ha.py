@@ -16,6 +16,7 @@ from . import epochfile as ef
 from .broker import (
     TRANSFER,
     Broker,
+    ack_conns,
     Client,
     Conn,
     conn_of,
@@ -104,7 +105,8 @@ def handshake(m: Broker, s: Broker, msgs: Messages, cfg: Config) -> tuple[Broker
     more than it reported. None: the handshake failed."""
     client = s.client._replace(state="HANDSHAKE", master=m.id, reported=max_phy(s), ack=None)
     conn = Conn(slave=s.id, learner=s.id in cfg.async_learners)
-    m = m._replace(conns=tuple(c for c in m.conns if c.slave != s.id) + (conn,))
+    # `addConnection` appends: a lingering connection of this slave stays beside the new one.
+    m = m._replace(conns=tuple(c for c in m.conns if c.slave != s.id or c.lingering) + (conn,))
     s = do_truncate(s._replace(client=client), m.epochs.entries, max_phy(m), msgs, cfg)
     return None if s is None else (m, s)
 
@@ -243,16 +245,19 @@ def master_read_ack(m: Broker, slave: int, ack: int, now: int, cfg: Config) -> B
 
 
 def transfer_ok(m: Broker, put_next_offset: int, need_ack: int, cfg: Config) -> bool:
-    """`GroupTransferService.doWaitTransfer` for one request (reference §2.8)."""
-    if need_ack == -1:
-        members = sync_state_set(m, cfg)
-        if len(members) <= 1:
-            return True
-        acks = 1 + sum(1 for c in m.conns if c.slave in members and c.ack >= put_next_offset)
-        return acks >= len(members)
+    """`GroupTransferService.doWaitTransfer` for one request (reference §2.8): the master plus
+    the acks at or past the request's end.
+
+    Snapshot (`acks_counted_per_connection`, `ack_conns`): it counts connections, not replicas
+    ("TODO: We must ensure every HAConnection represents a different slave",
+    GroupTransferService.java:121), so a slave's lingering connection and its new one both count,
+    and a put can be acked without a SyncStateSet member. Intended: each replica counts once."""
+    members = sync_state_set(m, cfg) if need_ack == -1 else None
+    if members is not None and len(members) <= 1:
+        return True
     # Without allAck every connection counts, learners and non-members too (reference §7.17).
-    acks = 1 + sum(1 for c in m.conns if c.ack >= put_next_offset)
-    return acks >= need_ack
+    acks = 1 + sum(1 for c in ack_conns(m, cfg) if (members is None or c.slave in members) and c.ack >= put_next_offset)
+    return acks >= (len(members) if members is not None else need_ack)
 
 
 def fresh_client(client: Client) -> Client:

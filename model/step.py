@@ -33,6 +33,7 @@ from .broker import (
     PendingPut,
     change_sync_state_set,
     check_sync_state_set,
+    conn_of,
     dispatch_behind,
     dispatch_step,
     get_confirm_offset,
@@ -42,6 +43,7 @@ from .broker import (
     recover,
     recover_topic_queue_table,
     remove_connection,
+    replace_conn,
     settle_confirm_offset,
     store_change_to_master,
     append_epoch,
@@ -107,9 +109,13 @@ def close_connection(s: State, slave: int, cfg: Config) -> State:
 
 
 def destroy_connections(s: State, b_id: int, cfg: Config) -> State:
-    """`destroyConnections`: every slave connected to this broker is disconnected."""
+    """`destroyConnections`: every slave connected to this broker is disconnected; lingering
+    connections, whose slaves already left, just go."""
     for c in s.broker(b_id).conns:
-        s = close_connection(s, c.slave, cfg)
+        if c.lingering:
+            s = s.with_broker(remove_connection(s.broker(b_id), c.slave, cfg, lingering=True))
+        else:
+            s = close_connection(s, c.slave, cfg)
     return s
 
 
@@ -640,7 +646,8 @@ def rule_crash(s: State, cfg: Config, b_id: int, keep: int) -> State | None:
     if not b.up or not _budget_left(s, cfg, "crashes") or not 0 <= keep <= max_phy(b) - b.log.flushed:
         return None
     for c in b.conns:
-        s = close_connection(s, c.slave, cfg)
+        if not c.lingering:  # a lingering connection's slave already left; it dies with the process
+            s = close_connection(s, c.slave, cfg)
     if b.client.master is not None:
         s = close_connection(s, b_id, cfg)
     b = s.broker(b_id)
@@ -674,6 +681,36 @@ def rule_conn_reset(s: State, cfg: Config, slave: int) -> State | None:
     if _connected_master(s, slave) is None or not _budget_left(s, cfg, "connection_resets"):
         return None
     return _use(close_connection(s, slave, cfg), "connection_resets")
+
+
+def _lingering_master(s: State, slave: int) -> Broker | None:
+    """The live broker that holds a lingering connection of `slave` (at most one does)."""
+    for m in s.brokers:
+        if m.up and any(c.slave == slave and c.lingering for c in m.conns):
+            return m
+    return None
+
+
+def rule_ha_linger(s: State, cfg: Config, slave: int) -> State | None:
+    """The slave's HA client closes its connection (its housekeeping found the master silent,
+    or a read failed) and reconnects before the master's end notices: that end stays in the
+    master's connection list with its last ack (a timing perturbation; `ha_close_lingering`
+    ends it). At most one lingering connection per slave."""
+    m = _connected_master(s, slave)
+    if m is None or not _budget_left(s, cfg, "lingering_connections") or _lingering_master(s, slave) is not None:
+        return None
+    b = s.broker(slave)
+    m = replace_conn(m, conn_of(m, slave)._replace(lingering=True))
+    s = s.with_broker(m).with_broker(b._replace(client=ha.fresh_client(b.client)))
+    return _use(s, "lingering_connections")
+
+
+def rule_ha_close_lingering(s: State, cfg: Config, slave: int) -> State | None:
+    """The master's read loop of a lingering connection sees the end of stream (or
+    haHousekeepingInterval passes): `removeConnection`, which proposes dropping the slave from
+    the SyncStateSet even though its new connection is live."""
+    m = _lingering_master(s, slave)
+    return None if m is None else s.with_broker(remove_connection(m, slave, cfg, lingering=True))
 
 
 def rule_partition(s: State, cfg: Config, mask: int) -> State | None:
@@ -807,6 +844,8 @@ ACTIONS: dict[str, ActionKind] = {
     "heal": ActionKind((), _settled(rule_heal)),
     "crash": ActionKind(("broker", "keep"), _settled(rule_crash), "crashes"),
     "conn_reset": ActionKind(("slave",), _settled(rule_conn_reset), "connection_resets"),
+    "ha_linger": ActionKind(("slave",), _settled(rule_ha_linger), "lingering_connections"),
+    "ha_close_lingering": ActionKind(("slave",), _settled(rule_ha_close_lingering)),
     "partition": ActionKind(("mask",), _settled(rule_partition), "partitions"),
     "hb_timeout": ActionKind(("broker",), _settled(rule_hb_timeout), "heartbeat_timeouts"),
     "admin_elect": ActionKind(("broker",), _settled(rule_admin_elect), "admin_elections"),
@@ -882,6 +921,9 @@ def candidates(s: State, cfg: Config) -> list[Action]:
             out.append(("ha_read_ack", i) if b.client.ack is not None else ("ha_slave_ack", i))
             if _budget_left(s, cfg, "connection_resets"):
                 out.append(("conn_reset", i))
+            if _budget_left(s, cfg, "lingering_connections"):
+                out.append(("ha_linger", i))
+        out += [("ha_close_lingering", c.slave) for c in b.conns if c.lingering]
         if b.alters:
             out += [("alter_sss", i, 0), ("alter_sss_fail", i)]
             if _budget_left(s, cfg, "lost_responses"):

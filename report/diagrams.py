@@ -45,10 +45,10 @@ def arrow(a: Action, pre: State) -> tuple[str, str]:
     if kind in _TO_CONTROLLER:
         return broker, CONTROLLER
     if kind in ("ha_connect", "ha_slave_ack", "ha_transfer", "conn_reset", "sync_consumer_offsets",
-                "ha_read_ack", "ha_timeout"):
+                "ha_read_ack", "ha_timeout", "ha_linger", "ha_close_lingering"):
         master = _master_of(pre, args[0])
         other = f"broker {master}" if master is not None else broker
-        if kind in ("ha_read_ack", "ha_timeout"):  # the master's side of the slave's connection
+        if kind in ("ha_read_ack", "ha_timeout", "ha_close_lingering"):  # the master's side of the slave's connection
             return other, other
         return (other, broker) if kind in ("ha_transfer", "sync_consumer_offsets") else (broker, other)
     if kind in ("hb_timeout", "admin_elect"):

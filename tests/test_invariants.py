@@ -96,7 +96,7 @@ def test_the_epoch_start_expand_guard_never_decides_in_the_snapshot():
         rng = random.Random(7)
         s0 = initial_state(cfg)
         reads = 0
-        for _ in range(150):
+        for _ in range(200):
             s = s0
             for _ in range(60):
                 options = successors(s, cfg)

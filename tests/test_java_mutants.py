@@ -79,6 +79,16 @@ MUTANTS = {
         _S + "CommitLog.java",
         "if (((AutoSwitchHAService) this.defaultMessageStore.getHaService()).getLocalSyncStateSet().size() == 1\n",
         "if (((AutoSwitchHAService) this.defaultMessageStore.getHaService()).getSyncStateSet().size() == 1\n"),
+    # GroupTransferService.java:109: an allAck put counts acks per connection (its TODO at line
+    # 121); counting each slave's newest connection once is the intended form of the finding
+    # acks_counted_per_connection.
+    "wait_counts_each_slave_once": (
+        _S + "ha/GroupTransferService.java",
+        "for (HAConnection conn : haService.getConnectionList()) {\n"
+        "                            final AutoSwitchHAConnection autoSwitchHAConnection",
+        "for (HAConnection conn : new java.util.LinkedHashMap<Long, HAConnection>() {{ for (HAConnection c : "
+        "haService.getConnectionList()) { put(((AutoSwitchHAConnection) c).getSlaveId(), c); } }}.values()) {\n"
+        "                            final AutoSwitchHAConnection autoSwitchHAConnection"),
 }
 HA_MUTANTS = {name for name, (rel, _, _) in MUTANTS.items() if not rel.startswith(_C) and rel != _E}
 

@@ -67,6 +67,6 @@ def test_the_snapshot_fails_the_durable_configuration_with_a_known_defect():
 
 def test_runs_are_deterministic_given_the_seed():
     cfg = configs.with_bugs(configs.load("durable"), frozenset({"ack_uses_local_sss_only"}), snapshot=False)
-    a = run_once(cfg, expected_ids(cfg), 10, "quick")  # seed 10: one whose quick run finds it
-    b = run_once(cfg, expected_ids(cfg), 10, "quick")
+    a = run_once(cfg, expected_ids(cfg), 0, "quick")  # seed 0: one whose quick run finds it
+    b = run_once(cfg, expected_ids(cfg), 0, "quick")
     assert a is not None and b is not None and a.actions == b.actions

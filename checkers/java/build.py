@@ -107,6 +107,7 @@ HA_NEEDED = {
         "computeConfirmOffset", "updateConfirmOffsetWhenSlaveAck", "maybeExpandInSyncStateSet",
         "maybeShrinkSyncStateSet", "setSyncStateSet", "inSyncReplicasNums", "setLocalBrokerId"),
     _S + "ha/autoswitch/AutoSwitchHAClient.java": ("doTruncate", "reportSlaveMaxOffset"),
+    _S + "ha/GroupTransferService.java": ("putRequest", "swapRequests", "doWaitTransfer"),
     _S + "ha/autoswitch/AutoSwitchHAConnection.java": ("getSlaveId", "getSlaveAckOffset"),
     _S + "ha/autoswitch/EpochFileCache.java": ("initCacheFromEntries", "getAllEntries"),
     _S + "CommitLog.java": ("getConfirmOffset", "getConfirmOffsetDirectly", "setConfirmOffset"),

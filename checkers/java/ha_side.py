@@ -36,8 +36,9 @@ METHODS = {
     "maybe_shrink_sync_state_set": Method("ha_shrink", "AutoSwitchHAService.maybeShrinkSyncStateSet"),
     "set_sync_state_set": Method("ha_set_sss", "AutoSwitchHAService.setSyncStateSet"),
     "do_truncate": Method("ha_truncate", "AutoSwitchHAClient.doTruncate"),
+    "transfer_ok": Method("ha_wait", "GroupTransferService.doWaitTransfer"),
 }
-FUNCTIONS = {name: getattr(ha if name == "do_truncate" else br, name) for name in METHODS}
+FUNCTIONS = {name: getattr(ha if name in ("do_truncate", "transfer_ok") else br, name) for name in METHODS}
 
 
 def snapshot_form(cfg: Config) -> Config:
@@ -70,6 +71,8 @@ def request(name: str, args: tuple) -> dict[str, Any]:
         return {"op": op, **state(b, cfg, now=args[1])}
     if name == "set_sync_state_set":
         return {"op": op, **state(b, cfg), "new_sss": sorted(args[1])}
+    if name == "transfer_ok":
+        return {"op": op, **state(b, cfg), "next_offset": args[1], "need_ack": args[2]}
     if name == "do_truncate":
         _, master, master_max, msgs, _ = args
         return {"op": op, **state(b, cfg, msgs=msgs), "reported": b.client.reported,
@@ -89,6 +92,8 @@ def answer(name: str, args: tuple) -> dict[str, Any]:
     if op == "ha_confirm":
         return {"ok": True, "compute": br.compute_confirm_offset(b, cfg), "directly": br.confirm_offset_directly(b, cfg),
                 "in_sync": br.in_sync_replicas_nums(b, cfg), "get": br.get_confirm_offset(b, cfg)}
+    if op == "ha_wait":
+        return {"ok": True, "result": FUNCTIONS[name](*args)}
     if op == "ha_shrink":
         after, new = FUNCTIONS[name](*args)
         return {"ok": True, "result": sorted(new), **_sets(after)}
@@ -115,7 +120,7 @@ def with_config(args: tuple, cfg: Config) -> tuple:
 
 _BY_OP = {"ha_confirm": "compute_confirm_offset", "ha_ack": "update_confirm_offset_when_slave_ack",
           "ha_expand": "maybe_expand_sync_state_set", "ha_shrink": "maybe_shrink_sync_state_set",
-          "ha_set_sss": "set_sync_state_set", "ha_truncate": "do_truncate"}
+          "ha_set_sss": "set_sync_state_set", "ha_truncate": "do_truncate", "ha_wait": "transfer_ok"}
 
 
 def _log(size: int, starts: list[int]) -> tuple[cl.CommitLog, tuple[cl.Message, ...]]:
@@ -145,7 +150,7 @@ def from_request(req: dict[str, Any]) -> tuple[str, tuple]:
         running=not req["fenced"], role=req["role"], sss=frozenset(req["sss"]),
         remote_sss=frozenset(req["remote"]), synchronizing=req["synchronizing"], log=log,
         epochs=ef.EpochFile(entries, req["last_end"] if entries else ef.INF, entries), confirm=req["confirm"],
-        conns=tuple(br.Conn(slave, False, ack) for slave, ack in req["conns"]),
+        conns=tuple(br.Conn(slave, False, ack=ack) for slave, ack in req["conns"]),
         caught_up=tuple(sorted((s, t) for s, t in req["caught_up"])),
         client=br.Client(reported=req.get("reported", 0)),
     )
@@ -159,6 +164,8 @@ def from_request(req: dict[str, Any]) -> tuple[str, tuple]:
         return name, (b, frozenset(req["new_sss"]), cfg)
     if name == "do_truncate":
         return name, (b, tuple((e, s) for e, s in req["master"]), req["master_max"], msgs, cfg)
+    if name == "transfer_ok":
+        return name, (b, req["next_offset"], req["need_ack"], cfg)
     return name, (b, cfg)
 
 

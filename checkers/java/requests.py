@@ -162,7 +162,12 @@ def _ha_op(ch: Any) -> dict:
         "caught_up": [[s, ch.integer(-3, 6)] for s in _subset(ch, others)],
         "epochs": entries, "last_end": ch.pick((LONG_MAX, LONG_MAX, entries[-1][1] if entries else LONG_MAX)),
     }
-    kind = ch.pick(("ha_confirm", "ha_ack", "ha_expand", "ha_shrink", "ha_set_sss", "ha_truncate"))
+    if req["conns"] and ch.integer(0, 3) == 0:
+        # a slave's earlier connection still in the list beside its new one (a lingering one)
+        slave = ch.pick([s for s, _ in req["conns"]])
+        req["conns"].insert(ch.integer(0, len(req["conns"])), [slave, offset()])
+    # ha_wait is rarer: a put that is not acked costs the driver its 5 ms deadline
+    kind = ch.pick(("ha_confirm", "ha_ack", "ha_expand", "ha_shrink", "ha_set_sss", "ha_truncate") * 3 + ("ha_wait",))
     req = {"op": kind, **req}
     if kind in ("ha_ack", "ha_expand"):  # the slave that acks is connected
         req["slave"] = ch.pick(others)
@@ -174,6 +179,8 @@ def _ha_op(ch: Any) -> dict:
         req["new_sss"] = sorted({me} | set(_subset(ch, others)))
     if kind == "ha_truncate":
         req.update(reported=size, master=_entries(ch), master_max=ch.integer(0, size + 3))
+    if kind == "ha_wait":  # -1: every SyncStateSet member (allAck); the model acks 0 or 1 at once
+        req.update(next_offset=offset(), need_ack=ch.pick((-1, -1, 2, 3)))
     return req
 
 

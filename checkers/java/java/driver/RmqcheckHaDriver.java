@@ -1,5 +1,6 @@
 // rmqcheck's conformance driver for the broker's HA service: RocketMQ's own AutoSwitchHAService,
-// AutoSwitchHAClient.doTruncate and CommitLog's confirmOffset, driven one JSON request per line
+// AutoSwitchHAClient.doTruncate, GroupTransferService's wait for acks and CommitLog's
+// confirmOffset, driven one JSON request per line
 // on stdin, one JSON answer per line on stdout.
 //
 // The driver decides nothing: every offset, set and state comes from RocketMQ's classes. Each
@@ -37,11 +38,13 @@ import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.remoting.protocol.EpochEntry;
 import org.apache.rocketmq.store.CommitLog;
 import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.store.PutMessageStatus;
 import org.apache.rocketmq.store.RunningFlags;
 import org.apache.rocketmq.store.StoreCheckpoint;
 import org.apache.rocketmq.store.config.BrokerRole;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.ha.DefaultHAService;
+import org.apache.rocketmq.store.ha.GroupTransferService;
 import org.apache.rocketmq.store.ha.HAConnection;
 import org.apache.rocketmq.store.ha.autoswitch.AutoSwitchHAClient;
 import org.apache.rocketmq.store.ha.autoswitch.AutoSwitchHAConnection;
@@ -80,6 +83,11 @@ public final class RmqcheckHaDriver implements Wire.Driver {
     private final Field confirmOffset = field(CommitLog.class, "confirmOffset");
     private final Field clientChannel = field(AutoSwitchHAClient.class, "socketChannel");
     private final Method doTruncate = method(AutoSwitchHAClient.class, "doTruncate", List.class, long.class);
+    private final Method swapRequests = method(GroupTransferService.class, "swapRequests");
+    private final Method doWaitTransfer = method(GroupTransferService.class, "doWaitTransfer");
+    // A waiting put's deadline: the state does not change while it waits, so the first evaluation
+    // decides; a put that fails still waits this long.
+    private static final long WAIT_MILLIS = 5;
 
     private RmqcheckHaDriver(Path dir) throws Exception {
         storeConfig.setStorePathRootDir(dir.toString());
@@ -255,6 +263,15 @@ public final class RmqcheckHaDriver implements Wire.Driver {
             case "ha_set_sss":
                 service.setSyncStateSet(new HashSet<>(Json.longs(req, "new_sss")));
                 m.putAll(sets());
+                return true;
+            case "ha_wait": // GroupTransferService.doWaitTransfer for one request against the installed connections
+                GroupTransferService waiter = new GroupTransferService(service, store);
+                CommitLog.GroupCommitRequest put = new CommitLog.GroupCommitRequest(
+                    Json.longOf(req, "next_offset"), WAIT_MILLIS, (int) Json.longOf(req, "need_ack"));
+                waiter.putRequest(put);
+                swapRequests.invoke(waiter);
+                doWaitTransfer.invoke(waiter);
+                m.put("result", put.future().get() == PutMessageStatus.PUT_OK);
                 return true;
             case "ha_truncate":
                 clientCache.initCacheFromEntries(entries(req));
