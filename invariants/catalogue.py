@@ -82,7 +82,7 @@ def confirmed_master(s: State) -> Broker | None:
 
 def _queue_offsets(b: Broker, s: State) -> dict[int, list[int]]:
     per_queue: dict[int, list[int]] = {}
-    for m in cl.messages_in(b.log.cells, 0, max_phy(b), s.msgs):
+    for m in cl.messages_in(b.log, b.log.base, max_phy(b), s.msgs):
         per_queue.setdefault(m.queue, []).append(m.queue_offset)
     return per_queue
 
@@ -203,7 +203,7 @@ def i4_confirm_sanity(s: State, cfg: Config) -> list[str]:
             out.append(f"broker {b.id}: stored confirmOffset {b.confirm} exceeds maxPhyOffset {max_phy(b)}")
     for m in acting_masters(s):
         c = get_confirm_offset(m, cfg)
-        if c < 0 and max_phy(m) > 0:
+        if c < 0 and max_phy(m) > m.log.base:
             out.append(f"master {m.id}: confirmOffset is {c} with data in the log")
         last = dict(m.last_acks)
         for member in sorted(sync_state_set(m, cfg) - {m.id}):
@@ -212,13 +212,6 @@ def i4_confirm_sanity(s: State, cfg: Config) -> list[str]:
                     f"master {m.id}: confirmOffset {c} is beyond SyncStateSet member {member}'s last ack {last[member]}"
                 )
     return out
-
-
-def _message_floor(b: Broker, offset: int) -> int:
-    """The start of the message holding byte `offset` (`offset` itself on a boundary): how far
-    dispatch can go below it, since it dispatches whole messages."""
-    cells = b.log.cells
-    return offset - cl.cell_part(cells[offset]) if 0 <= offset < len(cells) else offset
 
 
 def i4_confirm_monotonic(pre: State, action: Action, post: State, cfg: Config) -> list[str]:
@@ -232,7 +225,8 @@ def i4_confirm_monotonic(pre: State, action: Action, post: State, cfg: Config) -
         old = before.get(b.id)
         if old is not None and old.master_epoch == b.master_epoch:
             c0, c1 = get_confirm_offset(old, cfg), get_confirm_offset(b, cfg)
-            f0, f1 = _message_floor(old, c0), _message_floor(b, c1)
+            # how far dispatch can go below each: it dispatches whole messages
+            f0, f1 = cl.message_floor(old.log, c0), cl.message_floor(b.log, c1)
             if f1 < f0:
                 out.append(
                     f"master {b.id}: confirmOffset went back from {c0} to {c1} within epoch {b.master_epoch}, "
@@ -260,7 +254,7 @@ def i5_epoch_log_matching(s: State, cfg: Config) -> list[str]:
         for b, rb in ranges[i + 1 :]:
             for key in ra.keys() & rb.keys():
                 lo, hi = key[1], min(ra[key][1], rb[key][1])
-                if a.log.cells[lo:hi] != b.log.cells[lo:hi]:
+                if cl.read(a.log, lo, hi - lo) != cl.read(b.log, lo, hi - lo):
                     out.append(
                         f"brokers {a.id} and {b.id} both record epoch {key[0]} from offset {key[1]} "
                         f"but their logs differ in [{lo}, {hi})"
@@ -271,7 +265,7 @@ def i5_epoch_log_matching(s: State, cfg: Config) -> list[str]:
         m = s.broker(b.client.master)
         if not m.up:
             continue
-        for o in range(min(max_phy(b), max_phy(m))):
+        for o in cl.offsets(b.log, max_phy(m)):
             eb, em = _attributed(b.epochs.entries, o), _attributed(m.epochs.entries, o)
             if eb is not None and em is not None and eb != em:
                 out.append(f"slave {b.id} attributes offset {o} to epoch {eb}, its master {m.id} to epoch {em}")
@@ -419,11 +413,11 @@ def i8_queue_offsets(s: State, cfg: Config) -> list[str]:
 # --- I9 --------------------------------------------------------------------------------------
 
 
-def _boundaries(cells: tuple[int, ...], s: State) -> set[int]:
-    out = {0}
-    off = 0
+def _boundaries(log: cl.CommitLog, s: State) -> set[int]:
+    out = {log.base}
+    off = log.base
     while True:
-        ok, size = cl.check_message(cells, off, s.msgs)
+        ok, size = cl.check_message(log, off, s.msgs)
         if not ok:
             return out
         off += size
@@ -436,13 +430,13 @@ def i9_truncation_safety(pre: State, action: Action, post: State, cfg: Config) -
         if not (b0.up and b1.up) or max_phy(b1) >= max_phy(b0):
             continue
         cut = max_phy(b1)
-        bounds = _boundaries(b0.log.cells, pre)
+        bounds = _boundaries(b0.log, pre)
         if cut not in bounds:
             out.append(f"broker {b1.id} truncated its log at {cut}, which is not a message boundary")
         elif action[0] != "ha_connect" and cut < max(bounds):
             # Only the handshake may cut whole valid messages (a divergent suffix); a torn-tail
             # cut must stop at the first invalid message.
-            lost = cl.messages_in(b0.log.cells, cut, max(bounds), pre.msgs)
+            lost = cl.messages_in(b0.log, cut, max(bounds), pre.msgs)
             out.append(f"broker {b1.id} cut valid messages {[m.id for m in lost]} while removing a torn tail")
     return out
 

@@ -16,7 +16,7 @@ from . import commitlog as cl
 from . import epochfile as ef
 from .commitlog import CommitLog, Messages
 from .config import Config
-from .connections import EPOCH_ZERO, Conn, ack_conns, conn_of, replace_conn
+from .connections import EPOCH_ZERO, Conn, conn_of, replace_conn
 from .epochfile import EpochFile
 
 MASTER = "MASTER"  # BrokerRole.SYNC_MASTER: controller mode always makes masters SYNC_MASTER
@@ -81,13 +81,16 @@ class Broker(NamedTuple):
     last_acks: tuple[tuple[int, int], ...] = ()
 
 
-def new_broker(broker_id: int, queues: int) -> Broker:
+def new_broker(broker_id: int, queues: int, log: CommitLog = cl.EMPTY) -> Broker:
+    """A broker with an empty store whose log is `log` (`commitlog.empty` at the configuration's
+    base offset); dispatch starts at the log's first offset."""
     zeros = (0,) * queues
-    return Broker(id=broker_id, cq=((),) * queues, queue_table=zeros, consumer_offsets=zeros)
+    return Broker(id=broker_id, log=log, reput=cl.max_phy(log), cq=((),) * queues, queue_table=zeros,
+                  consumer_offsets=zeros)
 
 
 def max_phy(b: Broker) -> int:
-    return len(b.log.cells)
+    return cl.max_phy(b.log)
 
 
 def _set_pair(pairs: tuple[tuple[int, int], ...], key: int, value: int) -> tuple[tuple[int, int], ...]:
@@ -143,15 +146,14 @@ def compute_confirm_offset(b: Broker, cfg: Config) -> int:
     # has not acked yet (-1). Intended: an ack of 0 counts, and a member that has not acked on
     # its current connection holds confirmOffset like a missing connection does.
     skip_unacked = cfg.has("confirm_skips_unacked_members")
-    conns = ack_conns(b, cfg)
     if not cfg.has("confirm_min_over_connected_only"):
-        connected = {c.slave for c in conns}
-        unacked = {c.slave for c in conns if c.ack < 0}
+        connected = {c.slave for c in b.conns}  # a lingering connection too
+        unacked = {c.slave for c in b.conns if c.ack < 0}
         for s in members:
             if s != b.id and (s not in connected or (not skip_unacked and s in unacked)):
                 return confirm_offset_directly(b, cfg)
     result = max_phy(b)
-    for c in conns:
+    for c in b.conns:
         if c.slave in members and (c.ack > 0 if skip_unacked else c.ack >= 0):
             result = min(result, c.ack)
     return result
@@ -319,9 +321,9 @@ def recover_topic_queue_table(b: Broker, msgs: Messages, cfg: Config) -> Broker:
     confirmed (hence not dispatched) keep their queue offsets (#7689)."""
     table = [len(q) for q in b.cq]
     if not cfg.has("cq_recover_only_to_confirm"):
-        start = max(get_confirm_offset(b, cfg), 0)
+        start = max(get_confirm_offset(b, cfg), b.log.base)
         # selectOneMessageByOffset from a non-boundary reads garbage; the model stops there.
-        for m in cl.messages_in(b.log.cells, start, max_phy(b), msgs):
+        for m in cl.messages_in(b.log, start, max_phy(b), msgs):
             table[m.queue] = m.queue_offset + 1
     return b._replace(queue_table=tuple(table))
 
@@ -346,7 +348,7 @@ def is_offset_aligned(b: Broker, offset: int, msgs: Messages) -> bool:
     """`isOffsetAligned`: a valid message starts there (or there is no data)."""
     if offset >= max_phy(b):
         return True
-    return cl.check_message(b.log.cells, offset, msgs)[0]
+    return cl.check_message(b.log, offset, msgs)[0]
 
 
 def truncate_files(b: Broker, offset: int, msgs: Messages, cfg: Config) -> Broker | None:
@@ -369,7 +371,7 @@ def truncate_invalid_msg(b: Broker, msgs: Messages, cfg: Config) -> tuple[Broker
     start = b.reput
     if cfg.has("truncate_start_from_max_minus_behind"):
         start = max_phy(b) - behind  # #6665: not a message boundary
-    cut = cl.scan_valid(b.log.cells, start, msgs)
+    cut = cl.scan_valid(b.log, start, msgs)
     return truncate_dirty_files(b, cut, msgs, cfg), cut
 
 
@@ -388,11 +390,11 @@ def dispatch_step(b: Broker, msgs: Messages, cfg: Config) -> Broker | None:
     end = get_confirm_offset(b, cfg)
     if b.reput >= end:
         return None
-    ok, size = cl.check_message(b.log.cells, b.reput, msgs)
+    ok, size = cl.check_message(b.log, b.reput, msgs)
     if size and b.reput + size > end:
         return None
     if ok:
-        m = msgs[cl.cell_msg(b.log.cells[b.reput]) - 1]
+        m = cl.message_at(b.log, b.reput, msgs)
         return b._replace(cq=_put_position(b.cq, m), reput=b.reput + size)
     if size:
         return b._replace(reput=b.reput + size)  # "[BUG]read total count not equals msg total size"
@@ -441,26 +443,27 @@ def recover(b: Broker, msgs: Messages, cfg: Config) -> Broker:
     the end of the last of those messages (so it is message-aligned); consume queues cut to the
     commit log; dispatch restarts from confirmOffset (`DefaultMessageStore.start`); queue table
     recovered. Memory-only state starts empty (masterEpoch 0, fenced)."""
-    end = cl.scan_valid(b.log.cells, 0, msgs)
+    first = b.log.base  # minPhyOffset: the first file's start
+    end = cl.scan_valid(b.log, first, msgs)
     log = cl.truncate(b.log, end)
     cq = tuple(tuple(mid for mid in q if msgs[mid - 1].end <= end) for q in b.cq)
-    last_confirmed_end = 0  # lastConfirmValidMsgPhyOffset starts at the file's start offset
-    for m in cl.messages_in(log.cells, 0, end, msgs):
+    last_confirmed_end = first  # lastConfirmValidMsgPhyOffset starts at the file's start offset
+    for m in cl.messages_in(log, first, end, msgs):
         if m.end <= b.confirm:
             cq = _put_position(cq, m)
             last_confirmed_end = m.end
     confirm = b.confirm
     if log.files:
-        confirm = 0 if confirm < 0 else min(confirm, last_confirmed_end)
+        confirm = first if confirm < first else min(confirm, last_confirmed_end)
     fresh = new_broker(b.id, len(b.cq))
     b = fresh._replace(
         up=True,
         running=False,
         role=NONE,
-        log=log._replace(flushed=len(log.cells)),
+        log=cl.flush(log),
         epochs=ef.reload(b.epochs),
         confirm=confirm,
-        reput=max(confirm, 0),
+        reput=max(confirm, first),
         cq=cq,
         consumer_offsets=b.consumer_offsets,
         was_master=b.was_master,

@@ -352,12 +352,43 @@ TOGGLES: tuple[Toggle, ...] = (
         "counts acks per HAConnection (its own TODO, GroupTransferService.java:121: 'We must ensure every "
         "HAConnection represents a different slave'), and AutoSwitchHAService.connectionList keeps a slave's "
         "closed connection until its read loop notices",
-        "A put waits for acks by counting connections, not replicas: a slave whose old connection lingers "
-        "beside its new one counts twice, so an allAck put is acked while a SyncStateSet member lacks it "
-        "(computeConfirmOffset also takes the stale connection's ack). Intended: each replica's newest "
-        "connection counts, once.",
+        "The master keeps a slave's old connection beside its new one until the old one's read loop notices, "
+        "and everything counts connections, not replicas: the slave's acks count twice, so an allAck put is "
+        "acked while a SyncStateSet member lacks it, and computeConfirmOffset takes the stale connection's ack, "
+        "so confirmOffset lags the acked data or goes back. Intended: a slave's new handshake supersedes its "
+        "older connection, dropped at once, so each replica has one.",
         ("I2", "I4"),
         {**_DURABLE, "brokers": 3, "faults": _faults(lingering_connections=1)},
+        in_snapshot=True,
+    ),
+    Toggle(
+        "elect_compares_by_subtraction",
+        "finding",
+        "found by rmqcheck (issue 27, offsets at scale): DefaultElectPolicy.java:39-46 compares candidates with "
+        "`(int) (o2.getMaxOffset() - o1.getMaxOffset())` and int subtractions of epochs and priorities",
+        "The election comparator casts the long difference of two maxOffsets to int, keeping its low 32 bits: "
+        "candidates of one epoch 2 to 4 GiB apart compare the wrong way round (or, exactly 2 GiB apart, each "
+        "below the other), so the TreeSet can put the replica with less data first and elect it; 4 GiB apart "
+        "they compare equal and one is dropped. Intended: Long.compare (and Integer.compare for epochs and "
+        "priorities, whose subtraction wraps for a negative priority).",
+        ("I7", "I7b"),
+        {**_DURABLE, "brokers": 3, "base_offset": 2**63 - 2**34, "unit_bytes": 2**29, "faults": _WIDE},
+        in_snapshot=True,
+    ),
+    Toggle(
+        "slave_serves_ha_connections",
+        "finding",
+        "found by rmqcheck (issue 27, a portfolio hunt of the intended durable3 at the large scale): "
+        "AutoSwitchHAConnection's HANDSHAKE has no role check and AutoSwitchHAClient.doTruncate "
+        "(DefaultMessageStore.truncateFiles) does not touch the store's own HA connections",
+        "A deposed master that has become a slave still serves HA connections: a slave that still takes it for "
+        "its master reconnects to it, and when the deposed master truncates its log to follow the new master "
+        "the connection goes on, so the slave records the new master's epoch at its start over bytes it got "
+        "before the truncation: two replicas then hold different bytes under one (epoch, start), which the "
+        "next handshake does not repair. Intended: a broker whose handshake truncates its log drops the HA "
+        "connections it serves, as changeToSlave does, so its slaves reconnect and truncate in turn.",
+        ("I5",),
+        {**_DURABLE, "brokers": 3, "faults": _WIDE},
         in_snapshot=True,
     ),
     Toggle(

@@ -62,6 +62,13 @@ class Config(NamedTuple):
     heartbeat_timeout: int = 2  # controllerHeartBeatTimeoutMills
     not_catchup_time: int = 3  # haMaxTimeSlaveNotCatchup
     faults: FaultBudget = FaultBudget()
+    # Scale: offsets are Java's, so the rules' long and int arithmetic is the code's. A model byte
+    # (a cell) stands for `unit_bytes` bytes (message sizes, haTransferBatchSize and crash tails
+    # are counted in cells), and every store's first commit-log file starts at `base_offset`
+    # (the files before it deleted, as on a long-running broker). SCALES names the ones `check`
+    # and the matrix run.
+    base_offset: int = 0
+    unit_bytes: int = 1
     # Bug toggles (model/bugs.py). The default mirrors the snapshot, its known defects included;
     # frozenset() is the intended baseline.
     bugs: frozenset[str] = SNAPSHOT
@@ -78,6 +85,40 @@ class Config(NamedTuple):
     @property
     def sync_flush(self) -> bool:
         return self.flush == SYNC_FLUSH
+
+    @property
+    def batch_bytes(self) -> int:
+        """haTransferBatchSize in bytes."""
+        return self.batch_size * self.unit_bytes
+
+    @property
+    def scale(self) -> str:
+        """The name of this configuration's scale in SCALES, or a description."""
+        for name, (base, unit) in SCALES.items():
+            if (self.base_offset, self.unit_bytes) == (base, unit):
+                return name
+        return f"base {self.base_offset}, {self.unit_bytes} bytes a cell"
+
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+FILE_SIZE = 2**30  # mappedFileSizeCommitLog's default: commit-log files start at its multiples
+
+# (base_offset, unit_bytes). small: the model's own bytes. large: a cell is 512 MiB and every log
+# starts 16 GiB below Long.MAX_VALUE, so offsets are near 2^63 and two replicas of one run can
+# differ by 2^31 bytes or more (int casts of offset differences wrap), while a batch of two cells
+# is still an int (haTransferBatchSize). int: the same cells from 1 GiB, so offsets cross 2^31
+# and 2^32.
+SCALES: dict[str, tuple[int, int]] = {
+    "small": (0, 1),
+    "large": (LONG_MAX + 1 - 16 * FILE_SIZE, 2**29),
+    "int": (FILE_SIZE, 2**29),
+}
+
+
+def scaled(cfg: "Config", scale: str) -> "Config":
+    base, unit = SCALES[scale]
+    return cfg._replace(base_offset=base, unit_bytes=unit)
 
 
 def validate(cfg: Config) -> Config:
@@ -104,5 +145,11 @@ def validate(cfg: Config) -> Config:
         raise ValueError("every broker is an async learner, and learners never ask to be elected: no master")
     if any(n < 0 for n in cfg.faults):
         raise ValueError("fault budgets must be >= 0")
+    if cfg.unit_bytes < 1 or cfg.base_offset < 0:
+        raise ValueError(f"unit_bytes must be >= 1 and base_offset >= 0, got {cfg.unit_bytes} and {cfg.base_offset}")
+    if cfg.batch_bytes > INT_MAX:
+        raise ValueError(f"batch_size x unit_bytes = {cfg.batch_bytes} is not a Java int (haTransferBatchSize)")
+    if cfg.base_offset + cfg.unit_bytes * cfg.max_messages * max(cfg.message_sizes) > LONG_MAX:
+        raise ValueError("base_offset + unit_bytes x max_messages x the largest message size passes Long.MAX_VALUE")
     check_toggle_names(cfg.bugs)
     return cfg

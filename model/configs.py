@@ -55,6 +55,8 @@ _TYPES: dict[str, type] = {
     "bugs": list,
     "faithful_q1": bool,
     "faithful_q2": bool,
+    "base_offset": int,
+    "unit_bytes": int,
 }
 assert set(_TYPES) == set(Config._fields)
 

@@ -1,15 +1,14 @@
 """The master's HA connections (`AutoSwitchHAService.connectionList`): one record per
-connection, and the rules for which of them a lookup or an ack count sees (reference §2.4).
+connection, and which of them the slave's client talks to (reference §2.4).
 
 The master keeps its connections in a list: a slave's closed connection lingers there beside
-its next one until the master notices, and whatever iterates the list sees both.
+its next one until the master notices, and whatever iterates the list (acks, confirmOffset,
+removal) sees both (`acks_counted_per_connection`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
-
-from .config import Config
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -46,13 +45,3 @@ def conn_of(b: "Broker", slave: int) -> Conn | None:
 def replace_conn(b: "Broker", conn: Conn) -> "Broker":
     """Replace the slave's live connection (the one `conn_of` returns) by `conn`."""
     return b._replace(conns=tuple(conn if c.slave == conn.slave and not c.lingering else c for c in b.conns))
-
-
-def ack_conns(b: "Broker", cfg: Config) -> tuple[Conn, ...]:
-    """The connections whose acks count towards confirmOffset and a waiting put. Snapshot
-    (`acks_counted_per_connection`): every one in `connectionList`, so a slave's lingering
-    connection counts beside its new one. Intended: each replica's newest connection only (the
-    list is in connection order), which the master can tell by the slave id of a new handshake."""
-    if cfg.has("acks_counted_per_connection"):
-        return b.conns
-    return tuple({c.slave: c for c in b.conns}.values())

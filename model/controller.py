@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .javaint import int32
+from .elect import ANY, CAST, EXACT, compare_candidates, elect_policy, tree_set_first, try_elect  # noqa: F401
 
 # ResponseCode (remoting/.../protocol/ResponseCode.java)
 SUCCESS = 0
@@ -362,75 +362,6 @@ def alter_sync_state_set(
 # --- ElectMaster and DefaultElectPolicy (reference §3.4, §3.5) --------------------------------
 
 
-def _compare(a: tuple[int, LiveInfo], b: tuple[int, LiveInfo]) -> int:
-    """DefaultElectPolicy's comparator, `(int)` casts included: epoch descending, then
-    maxOffset descending, then electionPriority ascending."""
-    (_, x), (_, y) = a, b
-    if x.epoch != y.epoch:
-        return int32(y.epoch - x.epoch)
-    if x.max_offset != y.max_offset:
-        return int32(y.max_offset - x.max_offset)
-    return int32(x.priority - y.priority)
-
-
-def _tree_set_first(items: list[tuple[int, LiveInfo]]) -> int:
-    """First element of a TreeSet filled in HashSet order (ascending small ids). Elements that
-    compare equal are de-duplicated, keeping the first inserted, so exact ties go to the
-    smallest broker id."""
-    ordered: list[tuple[int, LiveInfo]] = []
-    for item in items:
-        pos = len(ordered)
-        for i, other in enumerate(ordered):
-            cmp = _compare(item, other)
-            if cmp == 0:
-                pos = -1
-                break
-            if cmp < 0:
-                pos = i
-                break
-        if pos >= 0:
-            ordered.insert(pos, item)
-    return ordered[0][0]
-
-
-def try_elect(
-    brokers: frozenset[int],
-    old_master: int | None,
-    prefer: int | None,
-    valid: frozenset[int],
-    live: tuple[LiveInfo | None, ...],
-    order_by_live_info: bool = True,
-) -> int | None:
-    """`DefaultElectPolicy.tryElect`: alive candidates only; the old master wins if valid and
-    not overridden; an admin preference is taken or nothing; then the best by heartbeat data."""
-    candidates = frozenset(b for b in brokers if b in valid)
-    if not candidates:
-        return None
-    if old_master in candidates and (prefer is None or prefer == old_master):
-        return old_master
-    if prefer is not None:
-        return prefer if prefer in candidates else None
-    if order_by_live_info:
-        return _tree_set_first([(b, live[b - 1]) for b in sorted(candidates)])
-    return min(candidates)  # HashSet iteration order for small ids
-
-
-def elect_policy(
-    sss: frozenset[int],
-    all_brokers: frozenset[int] | None,
-    old_master: int | None,
-    prefer: int | None,
-    valid: frozenset[int],
-    live: tuple[LiveInfo | None, ...],
-    order_by_live_info: bool = True,
-) -> int | None:
-    """`DefaultElectPolicy.elect`: the SyncStateSet first, then (unclean) every replica."""
-    new = try_elect(sss, old_master, prefer, valid, live, order_by_live_info)
-    if new is None and all_brokers is not None:
-        new = try_elect(all_brokers, old_master, prefer, valid, live, order_by_live_info)
-    return new
-
-
 NO_BROKER = -1  # ofControllerTrigger: brokerId = -1
 
 
@@ -441,7 +372,7 @@ def elect_master(
     unclean: bool,
     valid: frozenset[int],
     live: tuple[LiveInfo | None, ...],
-    order_by_live_info: bool = True,
+    order: str = CAST,
 ) -> tuple[int, RoleInfo | None, tuple[Event, ...]]:
     """`ReplicasInfoManager.electMaster`.
 
@@ -458,7 +389,7 @@ def elect_master(
         new = broker_id
     if new is None or new == NO_BROKER:
         prefer = broker_id if designate else None
-        new = elect_policy(s.sss, s.broker_ids if unclean else None, old, prefer, valid, live, order_by_live_info)
+        new = elect_policy(s.sss, s.broker_ids if unclean else None, old, prefer, valid, live, order)
     if new is not None and new == old:
         return CONTROLLER_MASTER_STILL_EXIST, RoleInfo(old, s.master_epoch, s.sss_epoch, s.sss), ()
     if new is not None:

@@ -16,14 +16,12 @@ from . import epochfile as ef
 from .broker import (
     TRANSFER,
     Broker,
-    ack_conns,
     Client,
     Conn,
     conn_of,
     get_confirm_offset,
     max_phy,
     maybe_expand_sync_state_set,
-    compute_confirm_offset,
     replace_conn,
     sync_state_set,
     truncate_files,
@@ -105,8 +103,11 @@ def handshake(m: Broker, s: Broker, msgs: Messages, cfg: Config) -> tuple[Broker
     more than it reported. None: the handshake failed."""
     client = s.client._replace(state="HANDSHAKE", master=m.id, reported=max_phy(s), ack=None)
     conn = Conn(slave=s.id, learner=s.id in cfg.async_learners)
-    # `addConnection` appends: a lingering connection of this slave stays beside the new one.
-    m = m._replace(conns=tuple(c for c in m.conns if c.slave != s.id or c.lingering) + (conn,))
+    # Snapshot (`acks_counted_per_connection`): `addConnection` appends, so a lingering connection
+    # of this slave stays beside the new one, and whatever iterates the list counts both.
+    # Intended: the slave's new handshake supersedes its older connection, dropped at once.
+    stale_kept = cfg.has("acks_counted_per_connection")
+    m = m._replace(conns=tuple(c for c in m.conns if c.slave != s.id or (c.lingering and stale_kept)) + (conn,))
     s = do_truncate(s._replace(client=client), m.epochs.entries, max_phy(m), msgs, cfg)
     return None if s is None else (m, s)
 
@@ -151,10 +152,12 @@ def master_send(m: Broker, slave: int, now: int, cfg: Config) -> tuple[Broker, P
     if conn is None or conn.request == -1:
         return None
     if conn.next == -1:
-        # First transfer: a request of 0 means "new replica": start at the minimum offset
-        # (-1 when there is no commit-log file). nextTransferFromWhere is assigned before
-        # the epoch lookup, so a failed lookup still moves it.
-        start = conn.request if conn.request != 0 else (0 if max_phy(m) > 0 else -1)
+        # First transfer: a request of 0 means "new replica": start at the minimum offset, the
+        # log's first (-1, as with no commit-log file, while it is empty; at a base above 0 the
+        # Java would give the first file's start, but no slave there requests 0: an empty one
+        # reports the base). nextTransferFromWhere is assigned before the epoch lookup, so a
+        # failed lookup still moves it.
+        start = conn.request if conn.request != 0 else (m.log.base if max_phy(m) > m.log.base else -1)
         conn = conn._replace(next=start)
         entry = ef.find_by_offset(m.epochs, start) if start != -1 else None
         if entry is None:
@@ -171,7 +174,7 @@ def master_send(m: Broker, slave: int, now: int, cfg: Config) -> tuple[Broker, P
     # The writer ships up to the log end: slaves must hold data before it is confirmed, since
     # confirmOffset waits for their acks (`transfer_only_confirmed` deadlocks on that).
     end = get_confirm_offset(m, cfg) if cfg.has("transfer_only_confirmed") else max_phy(m)
-    size = min(end - conn.next, cfg.batch_size)
+    size = min(end - conn.next, cfg.batch_bytes)
     if size <= 0:
         # Nothing to send: the slave is caught up (async learners too); send a heartbeat.
         m = update_caught_up(replace_conn(m, conn), slave, now)
@@ -194,7 +197,7 @@ def master_send(m: Broker, slave: int, now: int, cfg: Config) -> tuple[Broker, P
         else:
             switch_after = nxt
     offset = conn.next
-    body = m.log.cells[offset : offset + size]
+    body = cl.read(m.log, offset, size)
     conn = conn._replace(next=offset + size, last_master_max=max_phy(m), last_transfer_time=now)
     packet = _header(m, conn, offset, body, cfg)
     if switch_after is not None:
@@ -246,17 +249,14 @@ def master_read_ack(m: Broker, slave: int, ack: int, now: int, cfg: Config) -> B
 
 def transfer_ok(m: Broker, put_next_offset: int, need_ack: int, cfg: Config) -> bool:
     """`GroupTransferService.doWaitTransfer` for one request (reference §2.8): the master plus
-    the acks at or past the request's end.
-
-    Snapshot (`acks_counted_per_connection`, `ack_conns`): it counts connections, not replicas
-    ("TODO: We must ensure every HAConnection represents a different slave",
-    GroupTransferService.java:121), so a slave's lingering connection and its new one both count,
-    and a put can be acked without a SyncStateSet member. Intended: each replica counts once."""
+    the acks at or past the request's end. It counts connections, not replicas ("TODO: We must
+    ensure every HAConnection represents a different slave", GroupTransferService.java:121): a
+    slave's lingering connection and its new one both count (`acks_counted_per_connection`)."""
     members = sync_state_set(m, cfg) if need_ack == -1 else None
     if members is not None and len(members) <= 1:
         return True
     # Without allAck every connection counts, learners and non-members too (reference §7.17).
-    acks = 1 + sum(1 for c in ack_conns(m, cfg) if (members is None or c.slave in members) and c.ack >= put_next_offset)
+    acks = 1 + sum(1 for c in m.conns if (members is None or c.slave in members) and c.ack >= put_next_offset)
     return acks >= (len(members) if members is not None else need_ack)
 
 

@@ -221,7 +221,7 @@ def scan(s: RState, start: int, cfg: RecoveryConfig) -> Scan:
                 break
             off = nxt
             continue
-        m = cl.message_at(s.cells, off, s.msgs)
+        m = cl.message_at(cl.CommitLog(s.cells), off, s.msgs)
         if m is None:
             break
         found.append(m)
@@ -346,7 +346,7 @@ def rule_dispatch(s: RState, cfg: RecoveryConfig) -> RState:
         raise NotEnabled
     if s.cells[s.reput] == BLANK:
         return s._replace(reput=_next_file(s.reput, cfg))
-    m = cl.message_at(s.cells, s.reput, s.msgs)
+    m = cl.message_at(cl.CommitLog(s.cells), s.reput, s.msgs)
     if m is None or m.end > confirm_offset(s, cfg):
         raise NotEnabled
     return dispatch(s, m, cfg)._replace(reput=m.end)
@@ -461,7 +461,7 @@ def _matched(s: RState, file: int, normal: bool, dispatch_from: int, cfg: Recove
     with messageIndexSafe not after indexMsgTimestamp, and (ConsumeQueueStore) normal: its offset
     is within what the consume queues cover; abnormal: its timestamp is not after the checkpoint's
     min(physic, logics) minus the margin (`getMinTimestamp`, never below 0)."""
-    m = cl.message_at(s.cells, file * cfg.file_size, s.msgs)
+    m = cl.message_at(cl.CommitLog(s.cells), file * cfg.file_size, s.msgs)
     if m is None or s.stamps[m.id - 1] == 0:
         return False
     stamp = s.stamps[m.id - 1]

@@ -92,6 +92,13 @@ def alive_set(s: State, cfg: Config) -> frozenset[int]:
     return frozenset(b.id for b in s.brokers if ctl.is_alive(s.ctrl, b.id, s.now, cfg.heartbeat_timeout))
 
 
+def elect_order(cfg: Config) -> str:
+    """How the election policy orders candidates under `cfg` (controller.compare_candidates)."""
+    if cfg.has("elect_ignores_epoch_and_offset"):
+        return ctl.ANY
+    return ctl.CAST if cfg.has("elect_compares_by_subtraction") else ctl.EXACT
+
+
 def controller_serving(s: State, cfg: Config) -> bool:
     """A leader serves requests only after applying what is committed (6645d0a42b)."""
     return not s.ctrl.pending or cfg.has("controller_serves_before_apply")
@@ -211,7 +218,7 @@ def broker_elect(s: State, b_id: int, lost: bool, cfg: Config) -> tuple[State, b
         cfg.unclean,
         alive_set(s, cfg),
         s.ctrl.live,
-        not cfg.has("elect_ignores_epoch_and_offset"),
+        elect_order(cfg),
     )
     s = _commit(s, events, cfg, role if code == ctl.SUCCESS else None)
     if lost or role is None or role.master is None:
@@ -239,9 +246,10 @@ def rule_send(s: State, cfg: Config, b_id: int, queue: int, size: int) -> State 
         return None
     if in_sync_replicas_nums(b, cfg) < cfg.min_in_sync_replicas:
         return s._replace(sends=s.sends + (SendRecord(None, b_id, IN_SYNC_REPLICAS_NOT_ENOUGH),))
-    msg = cl.Message(len(s.msgs) + 1, size, queue, b.queue_table[queue], max_phy(b), ef.last_epoch(b.epochs), b_id)
+    msg = cl.Message(len(s.msgs) + 1, size * cfg.unit_bytes, queue, b.queue_table[queue], max_phy(b),
+                     ef.last_epoch(b.epochs), b_id)
     table = _set_at(b.queue_table, queue, b.queue_table[queue] + 1)
-    b = b._replace(log=cl.append(b.log, msg.cells(), cfg.sync_flush), queue_table=table)
+    b = b._replace(log=cl.append(b.log, msg.cells(cfg.unit_bytes), cfg.sync_flush), queue_table=table)
     need_ack = -1 if cfg.all_ack else cfg.in_sync_replicas
     if need_ack in (0, 1):
         status = PUT_OK
@@ -357,8 +365,13 @@ def rule_flush(s: State, cfg: Config, b_id: int) -> State | None:
 
 def rule_ha_connect(s: State, cfg: Config, slave: int) -> State | None:
     """AutoSwitchHAClient READY then HANDSHAKE: cut a torn tail if dispatch is behind, connect
-    to the known master, exchange handshakes and truncate (`doTruncate`)."""
-    b = s.broker(slave)
+    to the known master, exchange handshakes and truncate (`doTruncate`).
+
+    Snapshot (`slave_serves_ha_connections`): the HA server has no role check, so a broker that
+    has since become a slave still serves a slave that takes it for its master, and keeps
+    serving it across its own truncation. Intended: a broker whose handshake truncates its log
+    drops the connections it serves, as changeToSlave does (what they were sent is gone)."""
+    s0, b = s, s.broker(slave)
     m_id = b.master_id
     if (
         not b.up
@@ -381,7 +394,10 @@ def rule_ha_connect(s: State, cfg: Config, slave: int) -> State | None:
         s = s.with_broker(b._replace(client=ha.fresh_client(b.client)))
         return s.with_broker(remove_connection(m, slave, cfg)) if slave in m.sss else s
     m, b = result
-    return s.with_broker(m).with_broker(b)
+    s = s.with_broker(m).with_broker(b)
+    if max_phy(b) < max_phy(s0.broker(slave)) and not cfg.has("slave_serves_ha_connections"):
+        s = destroy_connections(s, slave, cfg)
+    return s
 
 
 def _connected_master(s: State, slave: int) -> Broker | None:
@@ -613,7 +629,7 @@ def rule_controller_elect(s: State, cfg: Config) -> State | None:
             cfg.unclean,
             alive,
             s.ctrl.live,
-            not cfg.has("elect_ignores_epoch_and_offset"),
+            elect_order(cfg),
         )
         s = _commit(s, events, cfg, role if code == ctl.SUCCESS else None)
         if code == ctl.SUCCESS:
@@ -643,7 +659,7 @@ def rule_crash(s: State, cfg: Config, b_id: int, keep: int) -> State | None:
     """Kill -9 plus page-cache loss: the unflushed tail is lost except `keep` bytes the OS had
     written back (which may tear a message). Peers see the connections reset."""
     b = s.broker(b_id)
-    if not b.up or not _budget_left(s, cfg, "crashes") or not 0 <= keep <= max_phy(b) - b.log.flushed:
+    if not b.up or not _budget_left(s, cfg, "crashes") or not 0 <= keep <= cl.unflushed(b.log):
         return None
     for c in b.conns:
         if not c.lingering:  # a lingering connection's slave already left; it dies with the process
@@ -748,7 +764,7 @@ def rule_admin_elect(s: State, cfg: Config, b_id: int) -> State | None:
         cfg.unclean,
         alive_set(s, cfg),
         s.ctrl.live,
-        not cfg.has("elect_ignores_epoch_and_offset"),
+        elect_order(cfg),
     )
     if code != ctl.SUCCESS:
         return None
@@ -941,7 +957,7 @@ def candidates(s: State, cfg: Config) -> list[Action]:
             if _budget_left(s, cfg, "lost_responses"):
                 out.append(("register", i, 1))
         if _budget_left(s, cfg, "crashes"):
-            out += [("crash", i, k) for k in range(max_phy(b) - b.log.flushed + 1)]
+            out += [("crash", i, k) for k in range(cl.unflushed(b.log) + 1)]
     out.append(("controller_elect",))
     if s.ctrl.pending:
         out.append(("controller_apply",))
@@ -1014,7 +1030,8 @@ def empty_cluster(cfg: Config) -> State:
         assert code == ctl.SUCCESS, f"apply_broker_id({i}) -> {code}"
         for ev in events:
             s_ctrl = ctl.apply_event(s_ctrl, ev)
-    brokers = tuple(new_broker(i, cfg.queues)._replace(running=False, role=NONE) for i in range(1, cfg.brokers + 1))
+    log = cl.empty(cfg.base_offset, cfg.unit_bytes)
+    brokers = tuple(new_broker(i, cfg.queues, log)._replace(running=False, role=NONE) for i in range(1, cfg.brokers + 1))
     return State(
         now=0,
         brokers=brokers,

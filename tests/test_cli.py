@@ -94,16 +94,17 @@ def test_check_reports_the_defaults_acked_loss_as_expected(tmp_path, capsys):
     assert code == 0, out
     # For CI: a case per hunted and explored configuration, the conformance stage, each trace check.
     cases = junit_cases(tmp_path / "junit.xml")
-    assert {"hunt/default/snapshot", "hunt/durable3/intended", "explore/classic-async-flush",
+    assert {"hunt/default/small/snapshot", "hunt/durable3/large/intended", "explore/classic-async-flush",
             "conformance/RocketMQ's classes against the model", "validate/conformance/conformance"} <= set(cases)
     assert cases["conformance/RocketMQ's classes against the model"][0] == "skipped"
     s = summary(tmp_path / "s.json")
     assert s["counts"]["failed"] == 0 and s["counts"]["passed"] == len(cases) - 1
-    default = next(c for c in s["cases"] if c["name"] == "default/snapshot")
+    default = next(c for c in s["cases"] if c["name"] == "default/small/snapshot")
     assert any(n.startswith("I1 (expected, ") for n in default["notes"])  # not promised there: a note
+    assert any(n.startswith("stateful ") for n in default["notes"])  # what each method of the portfolio ran
     assert "I1 (expected" in out  # C4: the defaults ack before replication
     assert "snapshot defect" in out  # the durable configuration hits a known snapshot defect
-    assert list(tmp_path.glob("default-snapshot-I1.json"))
+    assert list(tmp_path.glob("default-small-snapshot-I1.json")) and list(tmp_path.glob("default-large-snapshot-*.json"))
     assert "rmqcheck validate (local): 4,080 events in 40 runs" in out  # the trace stage
     # The other modes, explored: a defect the snapshot toggles explain, a guarantee not promised.
     flat = " ".join(out.split())

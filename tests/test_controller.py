@@ -116,7 +116,7 @@ def test_the_best_by_epoch_then_offset_then_priority_wins_ties_to_the_smallest_i
 def test_the_design_text_pitfall_ignores_heartbeat_data():
     s = mastered(1, {1, 2, 3})
     role = ctl.elect_master(
-        s, ctl.NO_BROKER, False, False, frozenset({2, 3}), live(b2=(1, 0), b3=(2, 9)), order_by_live_info=False
+        s, ctl.NO_BROKER, False, False, frozenset({2, 3}), live(b2=(1, 0), b3=(2, 9)), ctl.ANY
     )[1]
     assert role.master == 2
 
@@ -171,8 +171,21 @@ def test_heartbeat_data_only_grows_but_the_timestamp_always_refreshes():
 
 
 def test_comparator_casts_to_int_like_java():
-    big = (1, LiveInfo(0, 1, 2**32, 0)), (2, LiveInfo(0, 1, 0, 0))
-    assert ctl._compare(*big) == 0  # a difference that is a multiple of 2**32 compares equal
+    x, y = LiveInfo(0, 1, 2**32, 0), LiveInfo(0, 1, 0, 0)
+    assert ctl.compare_candidates(x, y) == 0  # a difference that is a multiple of 2**32 compares equal
+    assert ctl.compare_candidates(x, y, ctl.EXACT) < 0  # the intended form: more data first
+    assert ctl.compare_candidates(LiveInfo(0, 1, 3 * 2**30, 0), y) > 0  # 3 GiB ahead sorts last
+    assert ctl.compare_candidates(LiveInfo(0, 1, 2**31, 0), y) < 0 > ctl.compare_candidates(y, LiveInfo(0, 1, 2**31, 0))
+
+
+def test_the_tree_set_walks_from_its_root_as_java_util_treemap_does():
+    """With the cast comparator, which is not transitive, the answer depends on which nodes an
+    insertion meets: a list kept sorted by scanning from its smallest element elects broker 3
+    here, java.util.TreeMap broker 2 (conformance compares the answers with RocketMQ's code)."""
+    unit = 2**29
+    live = [(1, LiveInfo(0, 1, 0, 0)), (2, LiveInfo(0, 1, unit, 0)), (3, LiveInfo(0, 1, 5 * unit, 0))]
+    assert ctl.tree_set_first(live) == 2
+    assert ctl.tree_set_first(live, ctl.EXACT) == 3
 
 
 # --- controller log (A7 toggle machinery) -----------------------------------------------------

@@ -14,6 +14,8 @@ from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search import liveness
 from rmqcheck.checkers.search.explore import Bounds
 from rmqcheck.checkers.search.hunting import find
+from rmqcheck.checkers.search.portfolio import portfolio
+from rmqcheck.model.config import scaled
 from rmqcheck.checkers.counterexamples.replay import reproduces
 from rmqcheck.invariants.catalogue import expected_ids
 
@@ -62,13 +64,13 @@ def test_each_first_batch_toggle_is_explored_into_a_counterexample_no_longer_tha
     assert reproduces(found.cfg, found.hit.actions, found.hit.invariant) is not None
 
 
+@pytest.mark.parametrize("scale", ["small", "large"])
 @pytest.mark.parametrize("config_name", ["durable", "durable3"])
-def test_the_intended_baseline_survives_a_ten_minute_hunt(config_name):
-    cfg = configs.with_bugs(configs.load(config_name), frozenset(), snapshot=False)
-    finding, result = find(cfg, expected_ids(cfg), budget=600, seed=1000)
-    assert finding is None, (
-        f"{finding.counterexample.invariant}: {finding.counterexample.message} (seed {finding.counterexample.seed})"
-    )
+def test_the_intended_baseline_survives_a_ten_minute_portfolio_over_eight_seeds(config_name, scale):
+    cfg = scaled(configs.with_bugs(configs.load(config_name), frozenset(), snapshot=False), scale)
+    result = portfolio(cfg, expected_ids(cfg), 600, seed=1000, rounds=8)
+    assert not result.found, [(f.finding.counterexample.invariant, f.method, f.seed, f.finding.counterexample.message)
+                              for f in result.found]
 
 
 def test_the_shrink_task_toggle_breaks_l3_with_a_lasso():

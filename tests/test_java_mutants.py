@@ -80,8 +80,8 @@ MUTANTS = {
         "if (((AutoSwitchHAService) this.defaultMessageStore.getHaService()).getLocalSyncStateSet().size() == 1\n",
         "if (((AutoSwitchHAService) this.defaultMessageStore.getHaService()).getSyncStateSet().size() == 1\n"),
     # GroupTransferService.java:109: an allAck put counts acks per connection (its TODO at line
-    # 121); counting each slave's newest connection once is the intended form of the finding
-    # acks_counted_per_connection.
+    # 121); counting each slave's newest connection once is what the intended form of the
+    # finding acks_counted_per_connection (one connection per slave) gives.
     "wait_counts_each_slave_once": (
         _S + "ha/GroupTransferService.java",
         "for (HAConnection conn : haService.getConnectionList()) {\n"

@@ -31,7 +31,7 @@ VERBS = [
      "rmqcheck.checkers.tables.matrix.run"),
     (["bugs", "--measure", "--only", "ack_beyond_master_max", "--jobs", "1", "--json", "OUT/b.json"],
      "rmqcheck.checkers.tables.rediscovery.measure"),
-    (["check", "--out", "OUT", "--modes=", "--conform-budget", "0"], "rmqcheck.commands.check.find_each"),
+    (["check", "--out", "OUT", "--modes=", "--conform-budget", "0"], "rmqcheck.commands.check.portfolio"),
     (["simulate", "--runs", "6", "--runs-per-file", "2", "--out", "OUT/corpus"], "rmqcheck.traces.recorder.record"),
 ]
 

@@ -75,3 +75,122 @@ def test_election_priorities_reach_the_controller_and_split_symmetry():
             assert "priorities must give one Java int per broker" in str(exc)
         else:
             raise AssertionError(bad)
+
+
+# --- offsets at scale -------------------------------------------------------------------------
+
+
+def narrowed_expand(b, slave, ack, cfg):
+    """Mutation: maybeExpandInSyncStateSet decides `slaveMaxOffset >= confirmOffset` on
+    `(int) (slaveMaxOffset - confirmOffset)`, a narrowing cast of an offset difference."""
+    from rmqcheck.model import broker as br
+    from rmqcheck.model.javaint import int32
+
+    if slave in b.sss:
+        return b
+    b = br.settle_confirm_offset(b, cfg)
+    if int32(ack - br.get_confirm_offset(b, cfg)) < 0:
+        return b
+    if not b.epochs.entries:
+        return None
+    if ack < b.epochs.entries[-1][1]:
+        return b
+    return br.propose_sync_state_set(b, b.sss | {slave}, cfg)
+
+
+def test_a_narrowed_offset_difference_is_caught_at_the_large_scale_only(monkeypatch):
+    """At the small scale no offset difference reaches 2^31, so the mutant is the rule: on every
+    call a guided hunt makes, it decides as the faithful rule does, and the hunt finds nothing.
+    At the large scale a lagging slave's difference wraps positive, it joins the SyncStateSet
+    and confirmOffset goes back (I4) or a member lacks acked data (I2): a short hunt finds it."""
+    from rmqcheck.checkers.search.walk import guided
+    from rmqcheck.model import broker as br
+    from rmqcheck.model import configs, ha
+    from rmqcheck.model.config import scaled
+
+    small = configs.load("durable3")._replace(bugs=frozenset())
+    calls = []
+
+    def compared(b, slave, ack, cfg):
+        mutant = narrowed_expand(b, slave, ack, cfg)
+        calls.append(mutant == br.maybe_expand_sync_state_set(b, slave, ack, cfg))
+        return mutant
+
+    monkeypatch.setattr(ha, "maybe_expand_sync_state_set", compared)
+    assert guided(small, seed=0, budget=5).hit is None
+    assert len(calls) > 1000 and all(calls)
+    monkeypatch.setattr(ha, "maybe_expand_sync_state_set", narrowed_expand)
+    hit = guided(scaled(small, "large"), seed=0, budget=30).hit
+    assert hit is not None and hit.invariant in ("I2", "I4"), hit
+    monkeypatch.undo()
+    assert guided(scaled(small, "large"), seed=0, budget=5).hit is None
+
+
+def test_the_large_scale_shows_the_snapshot_election_comparator(monkeypatch):
+    """The snapshot's cast comparator elects the replica with less data once two candidates are
+    more than 2 GiB apart: the finding elect_compares_by_subtraction, at the large scale. At the
+    small scale the cast never decides: on every election a guided hunt of the snapshot makes,
+    the cast and the exact comparison pick the same broker."""
+    from rmqcheck.checkers.search.walk import guided
+    from rmqcheck.model import configs, elect
+
+    cx = read(Path(__file__).parents[1] / "scenarios" / "toggles" / "elect_compares_by_subtraction.scn")
+    assert cx.config.scale == "large"
+    assert replay(cx.config, cx.actions).first("I7") is not None
+    assert replay(cx.config._replace(bugs=frozenset()), cx.actions).first("I7") is None
+    elections = []
+    faithful = elect.tree_set_first
+
+    def compared(items, order=elect.CAST):
+        elections.append(faithful(items, elect.CAST) == faithful(items, elect.EXACT))
+        return faithful(items, order)
+
+    monkeypatch.setattr(elect, "tree_set_first", compared)
+    guided(configs.load("durable3"), seed=0, budget=5, invariants={"I7"})
+    assert len(elections) > 100 and all(elections)
+
+
+# --- the master's connection list -------------------------------------------------------------
+
+
+def test_a_lingering_connection_is_what_lets_acks_count_twice():
+    """acks_counted_per_connection is the snapshot's code, but only a slave with two connections
+    in the master's list can show it: without lingering connections the toggle changes no state
+    (the explored graphs are the same); with them a short guided hunt finds it."""
+    from rmqcheck.checkers.search.explore import Bounds, Explorer
+    from rmqcheck.checkers.search.hunting import guided_each
+    from rmqcheck.model import configs
+
+    cfg = configs.exposing(frozenset({"acks_counted_per_connection"}))
+    one_each = cfg._replace(brokers=2, faults=cfg.faults._replace(lingering_connections=0), max_messages=1)
+    bounds = Bounds(max_depth=10)
+    with_toggle = Explorer(one_each, bounds).run()
+    without = Explorer(one_each._replace(bugs=frozenset()), bounds).run()
+    assert (with_toggle.states, with_toggle.transitions) == (without.states, without.transitions) > (1000, 0)
+    finding = next(f for f, _ in guided_each(cfg, {"I2", "I4"}, 60, 0) if f is not None)
+    assert finding.counterexample.depends_on == ("acks_counted_per_connection",)
+    assert any(a[0] == "ha_linger" for a in finding.counterexample.actions)
+
+
+# --- the portfolio ------------------------------------------------------------------------------
+
+
+def test_the_portfolio_runs_every_method_in_turns_and_says_which_found_what():
+    """equal_start_epoch_not_recorded is found by guided walks in about 2 s and by the stateful
+    hunt in about 26 s (the bug table): a portfolio that gives each method its turns finds it
+    early and names the method, the seed and the time."""
+    from rmqcheck.checkers.search.portfolio import METHODS, portfolio
+    from rmqcheck.model import configs
+
+    cfg = configs.exposing(frozenset({"equal_start_epoch_not_recorded"}))
+    seen = []
+    result = portfolio(cfg, {"I5"}, 40, seed=0, rounds=2, on_found=seen.append)
+    assert result.found and list(result.found) == seen
+    first = result.found[0]
+    assert first.finding.counterexample.depends_on == ("equal_start_epoch_not_recorded",)
+    assert first.method in METHODS and first.at < 40
+    assert first.seed is None if first.method == "explore" else first.seed in (0, 1)
+    runs = {r.method: r for r in result.methods}
+    assert set(runs) == set(METHODS) and first.finding.counterexample.invariant in runs[first.method].found
+    assert runs["guided"].seeds[:1] == (0,) and runs[first.method].seconds > 0
+    assert first.finding.counterexample.invariant in runs[first.method].describe()

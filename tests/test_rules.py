@@ -106,7 +106,7 @@ ha_read_ack slave=2
 ha_transfer slave=2""")
     b2 = s.broker(2)
     assert max_phy(b2) == 1 and b2.epochs.entries == ((1, 0),)
-    assert cl.check_message(b2.log.cells, 0, s.msgs) == (False, 0)  # a partial message
+    assert cl.check_message(b2.log, 0, s.msgs) == (False, 0)  # a partial message
 
 
 def test_an_empty_epoch_file_skips_truncation_even_with_a_divergent_log():

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 from rmqcheck.model import configs
 from rmqcheck.model import commitlog as cl
+from rmqcheck.model.broker import max_phy
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, Action, candidates, initial_state
 from rmqcheck.model.world import State
@@ -58,7 +59,7 @@ def observe(before: State, action: Action, after: State) -> tuple:
         b = after.brokers[action[1] - 1]
         entries = b.epochs.entries
         node = (
-            b.id, b.up, b.role, b.master_epoch, len(b.log.cells), b.log.flushed, b.confirm, sorted(b.sss),
+            b.id, b.up, b.role, b.master_epoch, max_phy(b), b.log.flushed, b.confirm, sorted(b.sss),
             b.sss_epoch, entries[-1][0] if entries else -1, entries[-1][1] if entries else None,
         )
     else:

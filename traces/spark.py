@@ -48,17 +48,19 @@ VIOLATION = pa.schema(
 )
 
 
-def session(master: str | None = None):
-    """A Spark session; executors run this interpreter (so they import rmqcheck). SparkUnavailable
-    when it cannot start."""
+def session(master: str | None = None, python: str | None = None, app: str = "rmqcheck validate"):
+    """A Spark session; executors run this interpreter (so they import rmqcheck), or `python` (a
+    command that runs it). SparkUnavailable when it cannot start."""
     try:
-        return _session(master)
+        return _session(master, python, app)
     except Exception as exc:  # Py4J's and PySpark's errors alike: Spark is not there
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise SparkUnavailable(f"Spark did not start with master {master or DEFAULT_MASTER}: {first[:300]}") from None
 
 
-def _session(master: str | None):
+def _session(master: str | None, python: str | None, app: str):
+    if python:
+        os.environ["PYSPARK_PYTHON"] = python
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
@@ -67,7 +69,7 @@ def _session(master: str | None):
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.master(master or DEFAULT_MASTER)
     spark = (
-        builder.appName("rmqcheck validate")
+        builder.appName(app)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
@@ -75,9 +77,9 @@ def _session(master: str | None):
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
         .getOrCreate()
     )
-    if master and spark.sparkContext.master != master:  # getOrCreate found another session
-        spark.stop()
-        return _session(master)
+    if (master and spark.sparkContext.master != master) or (python and spark.sparkContext.pythonExec != python):
+        spark.stop()  # getOrCreate found another session
+        return _session(master, python, app)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -49,8 +49,9 @@ def snapshot_form(cfg: Config) -> Config:
 
 def state(b: Broker, cfg: Config, now: int = 0, msgs: Any = None) -> dict[str, Any]:
     """The fields of a request that install broker `b` in the driver."""
-    starts = [] if msgs is None else [o for o in range(max_phy(b)) if br.is_offset_aligned(b, o, msgs)]
+    starts = [] if msgs is None else [o for o in cl.offsets(b.log) if br.is_offset_aligned(b, o, msgs)]
     return {
+        **({"scale": [b.log.base, b.log.unit]} if b.log.unit > 1 or b.log.base else {}),  # for the model's side
         "id": b.id, "role": b.role, "fenced": br.fenced(b), "all_ack": cfg.all_ack, "not_catchup": cfg.not_catchup_time,
         "max": max_phy(b), "message_starts": starts, "confirm": b.confirm, "sss": sorted(b.sss),
         "remote": sorted(b.remote_sss), "synchronizing": b.synchronizing, "conns": [[c.slave, c.ack] for c in b.conns],
@@ -123,30 +124,36 @@ _BY_OP = {"ha_confirm": "compute_confirm_offset", "ha_ack": "update_confirm_offs
           "ha_set_sss": "set_sync_state_set", "ha_truncate": "do_truncate", "ha_wait": "transfer_ok"}
 
 
-def _log(size: int, starts: list[int]) -> tuple[cl.CommitLog, tuple[cl.Message, ...]]:
-    """A commit log of `size` bytes in which a whole message starts exactly at `starts`: the
-    bytes before the first start are the tail of a message that began earlier."""
-    bounds = sorted(s for s in set(starts) if 0 <= s < size)
+def _log(end: int, starts: list[int], base: int = 0, unit: int = 1) -> tuple[cl.CommitLog, tuple[cl.Message, ...]]:
+    """A commit log from `base` to `end` (cells of `unit` bytes) in which a whole message starts
+    exactly at `starts`: the cells before the first start are the tail of a message that began
+    earlier."""
+    size = (end - base) // unit
+    bounds = sorted({(s - base) // unit for s in starts if base <= s < end})
     pieces = ([(0, bounds[0], False)] if bounds and bounds[0] > 0 else [(0, size, False)] if size and not bounds else [])
     pieces += [(s, e, True) for s, e in zip(bounds, bounds[1:] + [size])]
     msgs: list[cl.Message] = []
     cells: list[int] = []
-    for start, end, whole in pieces:
-        first_part = 0 if whole else 1  # a torn head: its first byte is not there
-        msg = cl.Message(len(msgs) + 1, end - start + first_part, 0, len(msgs), start - first_part, 1, 1)
+    for start, stop, whole in pieces:
+        first_part = 0 if whole else 1  # a torn head: its first cell is not there
+        msg = cl.Message(len(msgs) + 1, (stop - start + first_part) * unit, 0, len(msgs),
+                         base + (start - first_part) * unit, 1, 1)
         msgs.append(msg)
-        cells += [cl.cell(msg.id, first_part + k) for k in range(end - start)]
-    return cl.CommitLog(tuple(cells), len(cells), bool(cells)), tuple(msgs)
+        cells += [cl.cell(msg.id, first_part + k) for k in range(stop - start)]
+    log = cl.CommitLog(tuple(cells), base + unit * len(cells), bool(cells) or base > 0, base, unit)
+    return log, tuple(msgs)
 
 
 def from_request(req: dict[str, Any]) -> tuple[str, tuple]:
     """The model call a generated request stands for: (function name, arguments), the broker
     rebuilt from the request's state and the snapshot's configuration."""
     name = _BY_OP[req["op"]]
-    cfg = Config(brokers=5, all_ack=req["all_ack"], not_catchup_time=req["not_catchup"], bugs=SNAPSHOT)
-    log, msgs = _log(req["max"], req["message_starts"])
+    base, unit = req.get("scale", (0, 1))
+    cfg = Config(brokers=5, all_ack=req["all_ack"], not_catchup_time=req["not_catchup"], bugs=SNAPSHOT,
+                 base_offset=base, unit_bytes=unit)
+    log, msgs = _log(req["max"], req["message_starts"], base, unit)
     entries = tuple((e, s) for e, s in req["epochs"])
-    b = br.new_broker(req["id"], 1)._replace(
+    b = br.new_broker(req["id"], 1, log)._replace(
         running=not req["fenced"], role=req["role"], sss=frozenset(req["sss"]),
         remote_sss=frozenset(req["remote"]), synchronizing=req["synchronizing"], log=log,
         epochs=ef.EpochFile(entries, req["last_end"] if entries else ef.INF, entries), confirm=req["confirm"],

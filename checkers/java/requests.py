@@ -24,6 +24,11 @@ from .model_side import MAX_ID
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 
+# Offsets as the model's large scales make them (model/config.py SCALES): a base and a few
+# cells of 512 MiB, so two of them differ by multiples of 2^29 up to 2^32.
+SCALED_BASES = (2**30, 2**63 - 2**34)
+SCALED_UNIT = 2**29
+SCALED_OFFSETS = tuple(base + SCALED_UNIT * k for base in SCALED_BASES for k in range(9))
 EDGE_OFFSETS = (INT_MAX, INT_MAX + 1, 2**32, LONG_MAX - 1, LONG_MAX, -1)
 EDGE_EPOCHS = (INT_MAX, -1)
 
@@ -38,6 +43,9 @@ class RandomChooser:
     def pick(self, options: Sequence) -> Any:
         return options[int(self.random() * len(options))]
 
+    def repeat(self, element: Callable[[Any], Any], most: int) -> list:
+        return [element(self) for _ in range(self.integer(1, most))]
+
 
 class DrawChooser:
     def __init__(self, draw: Callable) -> None:
@@ -48,6 +56,11 @@ class DrawChooser:
 
     def pick(self, options: Sequence) -> Any:
         return self.draw(st.sampled_from(options))
+
+    def repeat(self, element: Callable[[Any], Any], most: int) -> list:
+        """A list Hypothesis knows as one: shrinking deletes whole elements."""
+        one = st.composite(lambda draw: element(DrawChooser(draw)))()
+        return self.draw(st.lists(one, min_size=1, max_size=most))
 
 
 def address(i: Any) -> str:
@@ -91,7 +104,9 @@ def _controller_op(ch: Any) -> dict:
     if kind == "expire":
         return {"op": kind, "id": i}
     if kind == "heartbeat":
-        return {"op": kind, "id": i, "address": address(i), "epoch": _epoch(ch), "max_offset": _offset(ch),
+        # a quarter at the model's large scales: the election comparator's int cast meets them
+        max_offset = ch.pick(SCALED_OFFSETS) if ch.integer(0, 3) == 3 else _offset(ch)
+        return {"op": kind, "id": i, "address": address(i), "epoch": _epoch(ch), "max_offset": max_offset,
                 "confirm_offset": _offset(ch), "priority": ch.pick((INT_MAX, 0, 1, 2))}
     if kind == "elect":
         return {"op": kind, "id": ch.pick((None, i)), "designate": ch.pick((False, True))}
@@ -135,24 +150,31 @@ def _subset(ch: Any, ids: Sequence[int]) -> list[int]:
 def _ha_op(ch: Any) -> dict:
     """One HA-service request: a broker's whole state (a log of small whole messages, maybe with a
     torn head; SyncStateSets, connections and acks, confirmOffset, epochs, caught-up times) and a
-    call. Acks and confirmOffsets range over -1 (none yet), the log and a little beyond it."""
+    call. Acks and confirmOffsets range over -1 (none yet), the log and a little beyond it. One
+    request in three is at the model's large scale (`scale`: the log starts near 2^63 and a cell
+    is 512 MiB), so the code's long and int arithmetic meets the offsets the model checks."""
     me = ch.integer(1, 3)
+    base, unit = ch.pick(((0, 1), (0, 1), (SCALED_BASES[1], SCALED_UNIT)))
     sizes = [ch.integer(1, 3) for _ in range(ch.integer(0, 4))]
-    head = ch.pick((0, 0, 0, 1, 2))  # bytes of a message that began before the log's first byte
+    head = ch.pick((0, 0, 0, 1, 2))  # cells of a message that began before the log's first one
     starts, size = [], head
     for n in sizes:
         starts.append(size)
         size += n
 
-    def offset() -> int:
-        return ch.pick((-1, LONG_MAX)) if ch.integer(0, 9) == 0 else ch.integer(0, size + 1)
+    def at(cells: int) -> int:
+        return base + unit * cells
 
-    entries = _entries(ch)
+    def offset() -> int:
+        return ch.pick((-1, LONG_MAX)) if ch.integer(0, 9) == 0 else at(ch.integer(0, size + 1))
+
+    entries = [[e, at(s)] for e, s in _entries(ch)]
     others = [i for i in (1, 2, 3) if i != me]
     req = {
+        **({"scale": [base, unit]} if unit > 1 else {}),
         "id": me, "role": ch.pick(("MASTER", "MASTER", "SLAVE", "NONE")), "fenced": ch.integer(0, 3) == 0,
-        "all_ack": ch.pick((True, True, False)), "not_catchup": ch.integer(1, 3), "max": size,
-        "message_starts": starts, "confirm": offset(),
+        "all_ack": ch.pick((True, True, False)), "not_catchup": ch.integer(1, 3), "max": at(size),
+        "message_starts": [at(s) for s in starts], "confirm": offset(),
         "sss": sorted(set(_subset(ch, others)) | ({me} if ch.integer(0, 3) else set())),
         "remote": sorted(_subset(ch, (1, 2, 3))), "synchronizing": ch.integer(0, 1) == 1,
         # every other broker connected, two times in three: a missing member makes computeConfirmOffset
@@ -166,7 +188,7 @@ def _ha_op(ch: Any) -> dict:
         # a slave's earlier connection still in the list beside its new one (a lingering one)
         slave = ch.pick([s for s, _ in req["conns"]])
         req["conns"].insert(ch.integer(0, len(req["conns"])), [slave, offset()])
-    # ha_wait is rarer: a put that is not acked costs the driver its 5 ms deadline
+    # ha_wait is rarer: a put that is not acked costs the driver its 1 ms deadline
     kind = ch.pick(("ha_confirm", "ha_ack", "ha_expand", "ha_shrink", "ha_set_sss", "ha_truncate") * 3 + ("ha_wait",))
     req = {"op": kind, **req}
     if kind in ("ha_ack", "ha_expand"):  # the slave that acks is connected
@@ -178,7 +200,7 @@ def _ha_op(ch: Any) -> dict:
     if kind == "ha_set_sss":
         req["new_sss"] = sorted({me} | set(_subset(ch, others)))
     if kind == "ha_truncate":
-        req.update(reported=size, master=_entries(ch), master_max=ch.integer(0, size + 3))
+        req.update(reported=at(size), master=[[e, at(s)] for e, s in _entries(ch)], master_max=at(ch.integer(0, size + 3)))
     if kind == "ha_wait":  # -1: every SyncStateSet member (allAck); the model acks 0 or 1 at once
         req.update(next_offset=offset(), need_ack=ch.pick((-1, -1, 2, 3)))
     return req
@@ -194,15 +216,24 @@ def sequence(ch: Any, max_ops: int, ha: bool = False) -> list[dict]:
            {"op": "epoch_new", "name": "a"}, {"op": "epoch_new", "name": "b"}]
     share = ch.pick((3, 0, 2, -1) if ha else (3, 0, 2))  # of every three requests, how many go to the controller
     now = 0
-    for _ in range(ch.integer(1, max_ops)):
-        if share < 0:
-            out.append(_ha_op(ch))
-        elif ch.integer(0, 2) < share:
-            now += ch.integer(0, 2)
-            out.append({**_controller_op(ch), "now": now})
+    for ticks, op in ch.repeat(lambda c: _request(c, share), max_ops):
+        if ticks is None:
+            out.append(op)
         else:
-            out.append(_epoch_op(ch))
+            now += ticks
+            out.append({**op, "now": now})
     return out
+
+
+def _request(ch: Any, share: int) -> tuple[int | None, dict]:
+    """One request after the preamble: (ticks the clock advances first, None for a request
+    that does not read it; the request)."""
+    if share < 0:
+        return None, _ha_op(ch)
+    if ch.integer(0, 2) < share:
+        ticks = ch.integer(0, 2)
+        return ticks, _controller_op(ch)
+    return None, _epoch_op(ch)
 
 
 PREAMBLE = 3  # the reset and the two epoch_new requests every sequence starts with

@@ -186,6 +186,7 @@ class Result(NamedTuple):
     coverage: Coverage
     collision_bound: float
     graph: "Graph | None"
+    levels: tuple[int, ...] = ()  # distinct states first reached at each depth (0: the initial state)
 
 
 class Graph(NamedTuple):
@@ -277,6 +278,7 @@ class Explorer:
         self.via = array("l")
         self.action_ids: dict[Action, int] = {}
         self.action_list: list[Action] = []
+        self.hits: dict[str, Hit] = {}
 
     def _action_id(self, a: Action) -> int:
         i = self.action_ids.get(a)
@@ -316,6 +318,7 @@ class Explorer:
         stop_on = frozenset(stop_on)
         remaining = set(self.targets)
         hits: dict[str, Hit] = {}
+        self.hits = hits  # grows while the search runs (a portfolio reads it between turns)
         coverage = space.coverage()
         graph = Graph([], [], bytearray()) if label is not None else None
         resumed = time.perf_counter()
@@ -337,6 +340,7 @@ class Explorer:
             graph.expanded.append(0)
         stop = note(space.check_start(s0, frozenset(remaining)), ())
         frontier: list[tuple[int, State]] = [(0, s0)]
+        levels = [1]
         depth = transitions = pruned = 0
         stopped = "violation" if stop else None
         while frontier and stopped is None:
@@ -381,6 +385,8 @@ class Explorer:
                 if told is STOP:
                     stopped = "budget"
                     break
+            if stopped is None and level:
+                levels.append(len(level))
             frontier = level
             depth += 1
         seconds += time.perf_counter() - resumed
@@ -397,6 +403,7 @@ class Explorer:
             coverage=coverage,
             collision_bound=n * n / 2.0**64,
             graph=graph,
+            levels=tuple(levels),
         )
 
 

@@ -2,7 +2,8 @@
 
 Controller mode is checked over the product of the switches an operator chooses
 (`allAckInSyncStateSet` x `inSyncReplicas` x `minInSyncReplicas` x flushDiskType x
-`enableElectUncleanMaster` x 2/3 brokers x an async learner), each configuration twice over:
+`enableElectUncleanMaster` x 2/3 brokers x an async learner), at the small and the large scale
+of offsets, each configuration twice over:
 
 * breadth-first exploration of a small scope (two one-byte messages, one fault of each kind)
   for half the budget: every state within the depth it completes is checked, and what it finds
@@ -30,12 +31,12 @@ from typing import Any, Callable, Iterable, NamedTuple
 from rmqcheck.invariants.catalogue import BY_ID, CATALOGUE
 from rmqcheck.model.bugs import SNAPSHOT
 from rmqcheck.model.classic import ASYNC_MASTER, SYNC_MASTER
-from rmqcheck.model.config import FLUSH_MODES, NO_FAULTS, Config
+from rmqcheck.model.config import FLUSH_MODES, NO_FAULTS, Config, scaled
 
 from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search import modes
 from rmqcheck.checkers.search.hunting import EXPECTED, SNAPSHOT_DEFECT, UNEXPLAINED, Finding, explain, find_each, guided_each, write_finding
-from rmqcheck.checkers.tables.parallel import ordered_map
+from rmqcheck.checkers.tables.parallel import ordered_map, spark_map
 
 # The breadth-first scope: small enough to reach depth 7-11 in a few seconds, with every fault
 # that changes what a configuration promises (controller failovers matter only under a toggle).
@@ -90,21 +91,28 @@ def controller_settings(cfg: Config) -> dict[str, Any]:
         "flush": cfg.flush,
         "unclean": cfg.unclean,
         "asyncLearner": bool(cfg.async_learners),
+        "scale": cfg.scale,
     }
 
 
-def controller_space(snapshot: bool = False) -> list[Config]:
-    """Every configuration of the documented space (96): the last broker is the async learner
-    where there is one; the model is the intended baseline, or the snapshot with `snapshot`."""
+# Every switch product is checked with the model's own small offsets and with offsets near 2^63
+# and replicas gigabytes apart (model/config.py SCALES).
+MATRIX_SCALES = ("small", "large")
+
+
+def controller_space(snapshot: bool = False, scales: tuple[str, ...] = MATRIX_SCALES) -> list[Config]:
+    """Every configuration of the documented space (96 a scale): the last broker is the async
+    learner where there is one; the model is the intended baseline, or the snapshot with
+    `snapshot`."""
     out = []
-    for brokers, (all_ack, isr), min_isr, flush, unclean, learner in product(
-        (2, 3), ACK_MODES, (1, 2), FLUSH_MODES, (False, True), (False, True)
+    for scale, brokers, (all_ack, isr), min_isr, flush, unclean, learner in product(
+        scales, (2, 3), ACK_MODES, (1, 2), FLUSH_MODES, (False, True), (False, True)
     ):
-        out.append(Config(
+        out.append(scaled(Config(
             brokers=brokers, all_ack=all_ack, in_sync_replicas=isr, min_in_sync_replicas=min_isr, flush=flush,
             unclean=unclean, async_learners=frozenset({brokers}) if learner else frozenset(),
             bugs=SNAPSHOT if snapshot else frozenset(),
-        ))
+        ), scale))
     return out
 
 
@@ -239,11 +247,15 @@ def _check(task: tuple) -> Row:
 
 def run(
     controller: list[Config], others: list[Any], budget: float, mode_budget: float, out_dir: Path, seed: int = 0,
-    jobs: int = 1, on_row: Callable[[Row], None] | None = None,
+    jobs: int = 1, on_row: Callable[[Row], None] | None = None, spark: Any = None,
 ) -> list[Row]:
-    """Check every row, `jobs` at a time (one process each); rows come back in input order."""
+    """Check every row, `jobs` at a time (one process each), or one Spark task each with
+    `spark` (`out_dir` must then be a path every executor writes to); rows come back in input
+    order."""
     tasks = [("controller", c, budget, out_dir, seed) for c in controller]
     tasks += [("mode", c, mode_budget, out_dir, seed) for c in others]
+    if spark is not None:
+        return spark_map(_check, tasks, spark, on_row)
     return ordered_map(_check, tasks, jobs, on_row)
 
 

@@ -1,8 +1,9 @@
-"""Independent, long checks (matrix rows, benchmark runs) spread over processes."""
+"""Independent, long checks (matrix rows, benchmark runs) spread over processes, or over a
+Spark cluster's tasks."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 from rmqcheck.processes import workers
 
@@ -20,6 +21,22 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], jobs: int = 1,
             results.append(r)
             if on_result:
                 on_result(r)
+    return results
+
+
+def spark_map(fn: Callable[[T], R], tasks: Iterable[T], spark: Any,
+              on_result: Callable[[R], None] | None = None) -> list[R]:
+    """`ordered_map` with one Spark task a check, scheduled as the cluster's cores allow;
+    results in task order (handed to `on_result` when the job ends)."""
+    items = list(tasks)
+    if not items:
+        return []
+    rdd = spark.sparkContext.parallelize(list(enumerate(items)), len(items))
+    pairs = sorted(rdd.map(lambda it: (it[0], fn(it[1]))).collect(), key=lambda p: p[0])
+    results = [r for _, r in pairs]
+    for r in results:
+        if on_result:
+            on_result(r)
     return results
 
 

@@ -29,7 +29,7 @@ from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search import liveness
 from rmqcheck.checkers.search import modes
 from rmqcheck.checkers.proofs import truncation as proofs
-from rmqcheck.checkers.tables.parallel import ordered_map
+from rmqcheck.checkers.tables.parallel import ordered_map, spark_map
 from rmqcheck.checkers.search.hunting import find
 from rmqcheck.checkers.search.walk import guided, mode_guided, mode_walk, walk
 
@@ -176,8 +176,11 @@ def _task(task: tuple) -> Measure:
 
 
 def measure(chosen: Iterable[Subject], seeds: int, budget: float, jobs: int = 1,
-            on_measure: Callable[[Measure], None] | None = None) -> list[Measure]:
+            on_measure: Callable[[Measure], None] | None = None, spark: Any = None) -> list[Measure]:
+    """Every (toggle, method), `jobs` at a time, or one Spark task each with `spark`."""
     tasks = [(s, m, seeds, budget) for s in chosen for m in s.methods]
+    if spark is not None:
+        return spark_map(_task, tasks, spark, on_measure)
     return ordered_map(_task, tasks, jobs, on_measure)
 
 

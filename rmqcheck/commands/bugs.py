@@ -14,7 +14,19 @@ from rmqcheck.model.bugs import SNAPSHOT, TOGGLES
 from rmqcheck.outputs import check_output
 from rmqcheck.report import tables as report_tables
 
-from .common import Bar, UsageError, add_result_options, budget_seconds, json_file, out, positive, splice, write_text
+from .common import (
+    Bar,
+    UsageError,
+    add_engine_options,
+    add_result_options,
+    budget_seconds,
+    json_file,
+    out,
+    positive,
+    spark_for,
+    splice,
+    write_text,
+)
 
 NAME = "bugs"
 HELP = "list the bug toggles"
@@ -29,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=budget_seconds, default=300.0, help="with --measure: seconds per run (default 300)")
     p.add_argument("--seeds", type=positive, default=5, help="with --measure: seeds of the seeded methods (default 5)")
     p.add_argument("--jobs", type=positive, default=os.cpu_count() or 1, help="processes (default: one per core)")
+    add_engine_options(p, "each (toggle, method) measure")
     p.add_argument("--markdown", help="with --measure: also write the table here")
     p.add_argument("--json", help="with --measure: also write every run as JSON here")
     p.add_argument("--readme", help="with --measure: replace the <!-- bugs:start/end --> block of this file")
@@ -75,16 +88,18 @@ def _measure_bugs(args) -> int:
     if args.readme:
         splice(args.readme, "bugs", None)
     runs = sum(args.seeds if m in rediscovery.SEEDED else 1 for s in measured for m in s.methods)
-    out.print(f"measuring {len(chosen)} toggles: up to {runs} runs of at most {args.budget:g}s, {args.jobs} jobs")
+    spark = spark_for(args, "rmqcheck bugs --measure")
+    where = f"Spark {spark.sparkContext.master}" if spark else f"{args.jobs} jobs"
+    out.print(f"measuring {len(chosen)} toggles: up to {runs} runs of at most {args.budget:g}s, {where}")
     start = time.perf_counter()
 
     with Bar("measuring", runs, timed=False) as bar:
         def progress(m) -> None:
             bar.update(f"last: {m.toggle} {m.method}: {report_tables._method_cell(m)}", advance=len(m.attempts))
 
-        measures = rediscovery.measure(measured, args.seeds, args.budget, args.jobs, progress)
+        measures = rediscovery.measure(measured, args.seeds, args.budget, args.jobs, progress, spark)
     minutes = (time.perf_counter() - start) / 60
-    note = f"in {minutes:.0f} min with {args.jobs} jobs"
+    note = f"in {minutes:.0f} min with {where}"
     if args.update:
         # Keep the earlier run's measures of what is not measured now.
         now = {(m.toggle, m.mode, m.method) for m in measures}

@@ -1,11 +1,10 @@
-"""`rmqcheck check`, the default job: hunts of four configurations, the other modes explored,
-recorded runs validated."""
+"""`rmqcheck check`, the default job: a portfolio hunt of each standard configuration at each
+scale, the other modes explored, a conformance pass, recorded runs validated."""
 
 from __future__ import annotations
 
 import argparse
 import shutil
-import time
 from pathlib import Path
 
 from rich.table import Table
@@ -13,11 +12,13 @@ from rich.table import Table
 from rmqcheck.checkers.java import conform
 from rmqcheck.checkers.java.driver import DriverError
 from rmqcheck.checkers.search import explore
-from rmqcheck.checkers.search.hunting import UNEXPLAINED, Finding, find_each, write_finding
+from rmqcheck.checkers.search.hunting import UNEXPLAINED, write_finding
+from rmqcheck.checkers.search.portfolio import Found, portfolio
 from rmqcheck.checkers.tables import matrix
 from rmqcheck.checkers.tables.matrix import MODE_BUDGET
 from rmqcheck.invariants.catalogue import BY_ID
 from rmqcheck.model import configs
+from rmqcheck.model.config import SCALES, scaled
 from rmqcheck.traces.recorder import Corpus, simulate
 
 from .common import (
@@ -30,6 +31,7 @@ from .common import (
     budget_seconds,
     divergence_text,
     findings_case,
+    name_list,
     out,
     positive,
     print_validation,
@@ -57,23 +59,26 @@ CHECK_JOBS = (
 CHECK_MODES = ("classic", "classic-async-flush", "dledger", "recovery", "recovery-controller")
 
 
-def _mode_names(text: str) -> tuple[str, ...]:
-    names = tuple(n for n in text.split(",") if n)
-    unknown = [n for n in names if n not in explore.MODE_CONFIGS]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown configuration(s) {unknown}; known: {', '.join(explore.MODE_CONFIGS)}")
-    return names
+# Each configuration is hunted with the model's own small offsets and with offsets near 2^63 and
+# replicas gigabytes apart (model/config.py SCALES), where the code's int casts of long
+# differences show.
+CHECK_SCALES = ("small", "large")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--budget", type=budget_seconds, default=120.0, help="seconds in all (default 120)")
+    p.add_argument("--budget", type=budget_seconds, default=240.0,
+                   help="seconds of hunting in all, shared by the configurations and scales (default 240)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rounds", type=positive, default=2,
+                   help="portfolio rounds per configuration, so seeds per seeded method (default 2)")
+    p.add_argument("--scales", type=name_list(SCALES, "scale(s)"), default=CHECK_SCALES,
+                   help=f"offset scales to hunt each configuration at, comma-separated (default {','.join(CHECK_SCALES)})")
     p.add_argument("--out", default="counterexamples", help="directory for counterexample files")
     p.add_argument("--trace-runs", type=positive, default=400, help="recorded runs validated at the end (default 400)")
     p.add_argument("--engine", choices=("local", "spark"), default="spark", help="trace validation engine (default spark)")
     p.add_argument(
         "--modes",
-        type=_mode_names,
+        type=name_list(explore.MODE_CONFIGS, "configuration(s)", allow_empty=True),
         default=CHECK_MODES,
         help=f"other modes' configurations to explore, comma-separated, '' for none (default {','.join(CHECK_MODES)})",
     )
@@ -84,36 +89,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    per_job = args.budget / len(CHECK_JOBS)
+    jobs = [(name, snapshot, scale) for name, snapshot in CHECK_JOBS for scale in args.scales]
+    per_job = args.budget / len(jobs)
     out_dir = Path(args.out)
-    summary = Table(title=f"rmqcheck check: {per_job:g}s per configuration, seed {args.seed}", show_lines=True)
-    for col in ("configuration", "model", "held (no violation found)", "violated"):
+    summary = Table(title=f"rmqcheck check: a {per_job:g}s portfolio per configuration and scale, seed {args.seed}",
+                    show_lines=True)
+    for col in ("configuration", "scale", "model", "held (no violation found)", "violated (found by)", "methods"):
         summary.add_column(col, overflow="fold")
     unexplained = 0
-    for name, snapshot in CHECK_JOBS:
-        cfg = configs.with_bugs(configs.load(name), frozenset(), snapshot)
+    for name, snapshot, scale in jobs:
+        cfg = scaled(configs.with_bugs(configs.load(name), frozenset(), snapshot), scale)
         model = "snapshot" if snapshot else "intended"
-        found: list[tuple[Finding, Path]] = []
-        started = time.perf_counter()
-        with Bar(f"{name}/{model}", per_job) as bar:
-            for finding, _ in find_each(cfg, BY_ID, per_job, args.seed, on_batch=bar.stateful):
-                if finding is not None:
-                    path = write_finding(finding, out_dir / f"{name}-{model}-{finding.counterexample.invariant}.json")
-                    found.append((finding, path))
-                    unexplained += finding.kind == UNEXPLAINED
-        findings_case(args.results, "hunt", f"{name}/{model}", [
-            (f.counterexample.invariant, f.kind, len(f.counterexample.actions), f.counterexample.message, p)
-            for f, p in found], time.perf_counter() - started)
-        violated = (
-            "\n".join(
-                f"{f.counterexample.invariant} ({f.kind}, {len(f.counterexample.actions)} steps): {f.note}\n  -> {p}"
-                for f, p in found
-            )
-            or "-"
-        )
-        broken = {f.counterexample.invariant for f, _ in found}
+        found: list[tuple[Found, Path]] = []
+
+        def on_found(f: Found) -> None:
+            inv = f.finding.counterexample.invariant
+            found.append((f, write_finding(f.finding, out_dir / f"{name}-{scale}-{model}-{inv}.json")))
+
+        with Bar(f"{name}/{scale}/{model}", per_job) as bar:
+            result = portfolio(cfg, BY_ID, per_job, args.seed, args.rounds, on_found,
+                               lambda method, share: bar.update(f"{method} {share:.1f}s"))
+        unexplained += sum(f.finding.kind == UNEXPLAINED for f, _ in found)
+        methods = [run.describe() for run in result.methods]
+        findings_case(args.results, "hunt", f"{name}/{scale}/{model}", [
+            (f.finding.counterexample.invariant, f.finding.kind, len(f.finding.counterexample.actions),
+             f.finding.counterexample.message, p) for f, p in found], result.seconds, methods)
+        violated = "\n".join(
+            f"{f.finding.counterexample.invariant} ({f.finding.kind}, {len(f.finding.counterexample.actions)} steps, "
+            f"{f.method}{'' if f.seed is None else f' seed {f.seed}'} at {f.at:.1f}s): {f.finding.note}\n  -> {p}"
+            for f, p in found
+        ) or "-"
+        broken = {f.finding.counterexample.invariant for f, _ in found}
         held = ", ".join(i for i in BY_ID if i not in broken) or "-"
-        summary.add_row(f"{name}: {configs.NAMED[name][1]}", model, held, violated)
+        summary.add_row(f"{name}: {configs.NAMED[name][1]}", scale, model, held, violated, "\n".join(methods))
     out.print(summary)
     out.print(
         "expected: not promised under that configuration; snapshot defect: disappears with the "

@@ -22,7 +22,7 @@ from rmqcheck.outputs import check_output, write_atomically
 from rmqcheck.checkers.search.hunting import UNEXPLAINED
 from rmqcheck.report import tables as report_tables
 from rmqcheck.report.ci import Results
-from rmqcheck.traces.validate import CHECK_FAMILY, REPORTED, discover, validate_local
+from rmqcheck.traces.validate import CHECK_FAMILY, MASTER_FORMS, REPORTED, discover, validate_local
 
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, highlight=False)
@@ -49,6 +49,17 @@ def positive(text: str) -> int:
 def natural(text: str) -> int:
     """A whole number >= 0."""
     return _whole(text, 0, "must be 0 or more")
+
+
+def name_list(known, what: str, allow_empty: bool = False):
+    """An argparse type: comma-separated names, each one of `known`."""
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(n for n in text.split(",") if n)
+        unknown = [n for n in names if n not in known]
+        if unknown or not (names or allow_empty):
+            raise argparse.ArgumentTypeError(f"unknown or no {what} {unknown}; known: {', '.join(known)}")
+        return names
+    return parse
 
 
 def seconds(text: str, allow_zero: bool = False) -> float:
@@ -256,6 +267,39 @@ def divergence_text(divergence) -> str:
     """A conformance divergence in one line: where, and every field that differs."""
     return (f"the code and the model differ after {len(divergence.steps)} requests (shrunk): "
             + "; ".join(f"{k}: java {j!r}, model {m!r}" for k, j, m in divergence.last.diffs))
+
+
+def spark_master(text: str) -> str:
+    """A --master option: a Spark master URL."""
+    if not MASTER_FORMS.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Spark master URL: local, local[N], local[*], "
+                                         "local-cluster[N,C,M], spark://HOST:PORT, yarn or k8s://...")
+    return text
+
+
+def add_engine_options(p: argparse.ArgumentParser, what: str) -> None:
+    """--engine local|spark and --master, for a command whose `what` can run as Spark tasks."""
+    p.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help=f"local (this machine's processes, the default) or spark ({what} as Spark tasks)")
+    p.add_argument("--master", type=spark_master,
+                   help="with --engine spark: the Spark master URL (default local[*]; e.g. local-cluster[2,1,1024], "
+                        "spark://host:7077)")
+
+
+def spark_for(args, app: str, python: str | None = None):
+    """The Spark session --engine spark asks for (None with --engine local); a master that does
+    not start is a UsageError."""
+    if args.engine != "spark":
+        if args.master:
+            raise UsageError("--master goes with --engine spark")
+        return None
+    from rmqcheck.traces.spark import session
+    from rmqcheck.traces.validate import SparkUnavailable
+
+    try:
+        return session(args.master, python, app)
+    except SparkUnavailable as exc:
+        raise UsageError(str(exc)) from None
 
 
 def add_source_argument(p: argparse.ArgumentParser) -> None:

@@ -18,7 +18,17 @@ from rmqcheck.model import configs
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import ACTIONS, format_action
 
-from .common import Bar, UsageError, add_result_options, budget_seconds, invariant_case, natural, out, positive
+from .common import (
+    Bar,
+    UsageError,
+    add_engine_options,
+    add_result_options,
+    budget_seconds,
+    invariant_case,
+    natural,
+    out,
+    positive,
+)
 
 NAME = "explore"
 HELP = "exhaustive breadth-first exploration of a bounded configuration"
@@ -38,10 +48,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--liveness", action="store_true", help="check the liveness properties (L1-L3) instead")
     p.add_argument("--bug", action="append", metavar="NAME", help="turn on a bug toggle (repeatable)")
+    add_engine_options(p, "the levels of the breadth-first search")
+    p.add_argument("--work-dir", help="with --engine spark: where each level is written (default "
+                   "build/explore/<config>); a run interrupted there resumes from its last level done")
     add_result_options(p)
 
 
 def run(args) -> int:
+    if args.engine != "spark" and (args.master or args.work_dir):
+        raise UsageError("--master and --work-dir go with --engine spark")
+    if args.engine == "spark" and (args.config in explore.MODE_CONFIGS or args.liveness):
+        raise UsageError("--engine spark explores controller mode's safety invariants (not the other modes, nor --liveness)")
     if args.config in explore.MODE_CONFIGS:
         return _explore_mode(args)
     if args.config in explore.STANDARD:
@@ -65,9 +82,12 @@ def run(args) -> int:
         return _explore_liveness(args, cfg, bounds._replace(symmetry=False), description)
     out.print(f"exploring {args.config}: {description}")
     _print_bounds(cfg, bounds)
-    ex = explore.Explorer(cfg, bounds)
-    with Bar(f"exploring {args.config}", args.budget, quiet=args.quiet) as bar:
-        r = ex.run(args.budget, progress=bar.explored, progress_every=1.0)
+    if args.engine == "spark":
+        r = _explore_spark(args, cfg, bounds)
+    else:
+        ex = explore.Explorer(cfg, bounds)
+        with Bar(f"exploring {args.config}", args.budget, quiet=args.quiet) as bar:
+            r = ex.run(args.budget, progress=bar.explored, progress_every=1.0)
     verdict = "exhaustive" if r.exhaustive else f"NOT exhaustive (stopped: {r.stopped})"
     out.print(
         f"{r.states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, {r.seconds:.1f}s "
@@ -101,6 +121,28 @@ def run(args) -> int:
     out.print(table)
     _print_coverage(r.coverage)
     return 1 if failed else 0
+
+
+def _explore_spark(args, cfg: Config, bounds: explore.Bounds) -> explore.Result:
+    """The breadth-first search as Spark jobs, a line per level (checkers/search/distributed.py)."""
+    from rmqcheck.checkers.search import distributed
+    from rmqcheck.traces.spark import session
+    from rmqcheck.traces.validate import SparkUnavailable
+
+    work = Path(args.work_dir or Path("build") / "explore" / Path(args.config).stem)
+    try:
+        python = distributed.stable_python(Path("build") / "spark")
+        spark = session(args.master, python, "rmqcheck explore")
+        ex = distributed.SparkExplorer(spark, cfg, bounds, work)
+        out.print(f"Spark master {spark.sparkContext.master}, work directory {work}")
+
+        def level(p: distributed.Level) -> None:
+            out.print(f"  depth {p.depth:3d}: {p.states:>12,} states, frontier {p.new:,} new, {p.transitions:,} "
+                      f"transitions, {p.seconds:.1f}s, {p.new / max(p.seconds, 1e-9):,.0f} new states/s")
+
+        return ex.run(args.budget, progress=level)
+    except (distributed.ExploreError, SparkUnavailable) as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _explore_mode(args) -> int:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import os
 import time
 from pathlib import Path
 
-from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import explore, swarm
 from rmqcheck.checkers.search.hunting import (
     BUG_TOGGLE,
     EXPECTED,
@@ -18,14 +21,25 @@ from rmqcheck.checkers.search.hunting import (
     find,
     write_finding,
 )
+from rmqcheck.checkers.search.portfolio import Found, portfolio
 from rmqcheck.checkers.search.walk import GUIDED_HOP, guided, walk
 from rmqcheck.invariants.catalogue import BY_ID, expected_ids
 from rmqcheck.model import configs
 from rmqcheck.model.bugs import BY_NAME
-from rmqcheck.model.config import Config
+from rmqcheck.model.config import SCALES, Config, scaled
 from rmqcheck.model.step import format_action
 
-from .common import Bar, UsageError, add_result_options, budget_seconds, out, positive
+from .common import (
+    Bar,
+    UsageError,
+    add_engine_options,
+    add_result_options,
+    budget_seconds,
+    findings_case,
+    out,
+    positive,
+    spark_for,
+)
 
 NAME = "hunt"
 HELP = "search for a violation of the invariants expected to hold"
@@ -35,12 +49,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bug", action="append", metavar="NAME", help="turn on a bug toggle (repeatable)")
     p.add_argument(
         "--method",
-        choices=("stateful", "explore", "walk", "guided"),
+        choices=("stateful", "explore", "walk", "guided", "portfolio"),
         default="stateful",
         help="stateful (Hypothesis), explore (breadth-first over growing scopes side by side: shortest "
         "counterexamples), walk (seeded random walks, delta-debugged), guided (walks restarted from states of a "
-        "new shape, delta-debugged)",
+        "new shape, delta-debugged), portfolio (stateful, guided and explore in turns, a seed of each per round, "
+        "every violated invariant reported with the method that found it)",
     )
+    p.add_argument("--rounds", type=positive, default=4, help="portfolio: rounds, so seeds per seeded method (default 4)")
+    p.add_argument("--swarm", type=positive, metavar="N",
+                   help="N independent seeds (--seed, --seed + 1, ...) of the method side by side, each with the whole "
+                        "budget; the first finding wins and the others stop (stateful, walk or guided)")
+    p.add_argument("--jobs", type=positive, default=os.cpu_count() or 1,
+                   help="--swarm with --engine local: processes (default: one per core)")
+    add_engine_options(p, "--swarm's seeds, or --method explore's levels")
+    p.add_argument("--work-dir", help="--method explore with --engine spark: where the scopes' levels are written "
+                   "(default build/hunt/<configuration hash>); a run with the same options resumes there")
+    p.add_argument("--scale", choices=tuple(SCALES), help="offsets at this scale (model/config.py SCALES; default: "
+                   "the configuration's own, small for the named ones)")
     p.add_argument("--depth", type=positive, default=60, help="walk: steps per walk (default 60)")
     p.add_argument("--budget", type=budget_seconds, default=120.0, help="seconds (default 120)")
     p.add_argument("--seed", type=int, default=0)
@@ -65,8 +91,18 @@ def run(args) -> int:
         cfg = _toggle_config(toggles, args.config, args.snapshot)
     else:
         cfg = configs.with_bugs(configs.load(args.config or "durable"), frozenset(), not args.intended)
+    if args.scale:
+        cfg = scaled(cfg, args.scale)
     targets = expected_ids(cfg)
     label = "+".join(sorted(toggles)) or (args.config or "durable") + ("-intended" if args.intended else "")
+    if args.scale:
+        label += f"-{args.scale}"
+    if args.swarm:
+        return _hunt_swarm(cfg, targets, label, args)
+    if (args.engine != "local" or args.master) and args.method != "explore":
+        raise UsageError("--engine spark and --master go with --swarm or --method explore")
+    if args.method == "portfolio":
+        return _hunt_portfolio(cfg, targets, label, args)
     out.print(
         f"hunting {label} ({args.method}): {len(cfg.bugs)} toggles on, invariants {', '.join(sorted(targets))}, "
         f"budget {args.budget:g}s, seed {args.seed}"
@@ -126,7 +162,18 @@ def _hunt_stateful(cfg: Config, targets, args, bar: Bar) -> Finding | None:
 
 
 def _hunt_explore(cfg: Config, targets, args, bar: Bar) -> Finding | None:
-    found, tried = explore.hunt(cfg, targets, args.budget, lambda scope, p: bar.explored(p, scope))
+    if args.engine == "spark":
+        from rmqcheck.checkers.search import distributed
+
+        digest = hashlib.sha1(json.dumps(configs.to_dict(cfg), sort_keys=True).encode()).hexdigest()[:12]
+        work = Path(args.work_dir or Path("build") / "hunt" / digest)
+        try:
+            spark = spark_for(args, "rmqcheck hunt --method explore", distributed.stable_python(Path("build") / "spark"))
+            found, tried = distributed.hunt(spark, cfg, targets, args.budget, work)
+        except distributed.ExploreError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        found, tried = explore.hunt(cfg, targets, args.budget, lambda scope, p: bar.explored(p, scope))
     for scope, bounds, r in tried:
         out.print(
             f"scope {explore.describe_scope(scope, bounds)}: {r.states:,} states, {r.transitions:,} "
@@ -149,6 +196,66 @@ def _hunt_guided(cfg: Config, targets, args, bar: Bar) -> Finding | None:
     summary = (f"{r.walks:,} rounds of {GUIDED_HOP} steps from {r.kept:,} kept states, {r.steps:,} steps in "
                f"{r.seconds:.1f}s")
     return _walk_finding(cfg, r, args, "guided", summary, "round", " from the start")
+
+
+def _hunt_swarm(cfg: Config, targets, label: str, args) -> int:
+    """--swarm N (checkers/search/swarm.py): the first seed to find wins."""
+    if args.method not in swarm.METHODS:
+        raise UsageError(f"--swarm runs seeds of a seeded method: {', '.join(swarm.METHODS)}, not {args.method}")
+    seeds = range(args.seed, args.seed + args.swarm)
+    spark = spark_for(args, "rmqcheck hunt --swarm")
+    where = f"Spark {spark.sparkContext.master}" if spark else f"{min(args.jobs, args.swarm)} processes"
+    out.print(f"swarm of {args.swarm} seeds ({seeds.start}-{seeds.stop - 1}) of {args.method}, {args.budget:g}s each, "
+              f"on {where}")
+    started = time.perf_counter()
+    with Bar(f"{label} (swarm)", args.swarm, timed=False) as bar:
+        winner, ended = swarm.swarm(cfg, targets, args.method, seeds, args.budget, args.jobs, spark,
+                                    lambda r: bar.update(f"seed {r.seed} ended", advance=1))
+    seconds = time.perf_counter() - started
+    misses = sorted(r.seed for r in ended if r.finding is None)
+    out.print(f"{len(ended)} seeds ended in {seconds:.1f}s" + (f"; no violation with seeds {misses}" if misses else ""))
+    case = f"{label} ({args.method} swarm of {args.swarm}, seeds {seeds.start}-{seeds.stop - 1})"
+    if winner is None:
+        out.print(f"[green]no violation found[/] by any seed within {args.budget:g}s")
+        args.results.add("hunt", case, seconds=seconds)
+        return 0
+    out.print(f"seed {winner.seed} found it first, after {winner.seconds:.1f}s:")
+    path = Path(args.out) if args.out else default_path("counterexamples", f"{label}-{args.method}", winner.finding)
+    write_finding(winner.finding, path)
+    _print_finding(winner.finding, path)
+    cx = winner.finding.counterexample
+    args.results.add("hunt", case, "failed", f"{cx.invariant} {BY_ID[cx.invariant].name} violated "
+                     f"({winner.finding.kind}, {len(cx.actions)} steps, seed {winner.seed}): {cx.message}",
+                     invariant=cx.invariant, file=path, seconds=seconds, notes=[winner.finding.note])
+    return 1
+
+
+def _hunt_portfolio(cfg: Config, targets, label: str, args) -> int:
+    """Every method in turns (checkers/search/portfolio.py): each violated invariant printed and
+    written as it is found, then what each method did."""
+    found: list[tuple] = []
+
+    def on_found(f: Found) -> None:
+        path = default_path("counterexamples", f"{label}-portfolio", f.finding)
+        if args.out and not found:
+            path = Path(args.out)
+        write_finding(f.finding, path)
+        seed = "" if f.seed is None else f", seed {f.seed}"
+        out.print(f"found by {f.method}{seed} after {f.at:.1f}s:")
+        _print_finding(f.finding, path)
+        cx = f.finding.counterexample
+        found.append((cx.invariant, f.finding.kind, len(cx.actions), cx.message, path))
+
+    with Bar(f"{label} (portfolio)", args.budget) as bar:
+        result = portfolio(cfg, targets, args.budget, args.seed, args.rounds, on_found,
+                           lambda method, share: bar.update(f"{method} {share:.0f}s"))
+    for run in result.methods:
+        out.print(f"  {run.describe()}")
+    if not found:
+        out.print(f"[green]no violation found[/] within {args.budget:g}s")
+    findings_case(args.results, "hunt", f"{label} (portfolio, seed {args.seed})", found, result.seconds,
+                  [run.describe() for run in result.methods])
+    return 1 if found else 0
 
 
 def _walk_finding(cfg: Config, r, args, method: str, summary: str, unit: str, since: str = "") -> Finding | None:

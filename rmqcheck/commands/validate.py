@@ -9,9 +9,9 @@ from pathlib import Path
 
 from rmqcheck.outputs import check_output
 from rmqcheck.traces.schema import TraceError
-from rmqcheck.traces.validate import MASTER_FORMS, SparkUnavailable
+from rmqcheck.traces.validate import SparkUnavailable
 
-from .common import add_result_options, natural, out, print_validation, run_validation, write_text
+from .common import add_result_options, natural, out, print_validation, run_validation, spark_master, write_text
 
 NAME = "validate"
 HELP = "check recorded traces, OpenChaos histories and epoch files"
@@ -20,7 +20,7 @@ HELP = "check recorded traces, OpenChaos histories and epoch files"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--engine", choices=("local", "spark"), default="local")
-    p.add_argument("--master", type=_master, help="Spark master URL (default local[*]; e.g. local-cluster[2,1,1024], "
+    p.add_argument("--master", type=spark_master, help="Spark master URL (default local[*]; e.g. local-cluster[2,1,1024], "
                    "spark://host:7077)")
     p.add_argument("--violations", default="counterexamples/validate-violations.ndjson", help="where violations are written")
     p.add_argument("--skip-bad-records", action="store_true", help="skip bad records, writing them to --rejected")
@@ -31,13 +31,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-empty", action="store_true",
                    help="inputs that hold no record pass (by default: 'nothing to validate', exit status 2)")
     add_result_options(p)
-
-
-def _master(text: str) -> str:
-    if not MASTER_FORMS.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a Spark master URL: local, local[N], local[*], "
-                                         "local-cluster[N,C,M], spark://HOST:PORT, yarn or k8s://...")
-    return text
 
 
 def run(args) -> int:

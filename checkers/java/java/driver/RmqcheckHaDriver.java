@@ -64,7 +64,14 @@ public final class RmqcheckHaDriver implements Wire.Driver {
     private final List<Long> reported = new ArrayList<>(); // offsets the client wrote to its channel
     // stub-only: a mock that remembered its invocations would grow with every request
     private final DefaultMessageStore store = mock(DefaultMessageStore.class, withSettings().stubOnly());
-    private final AutoSwitchHAService service = new AutoSwitchHAService();
+    private int listReads; // getConnectionList calls: how the driver knows a wait was evaluated
+    private final AutoSwitchHAService service = new AutoSwitchHAService() {
+        @Override
+        public List<HAConnection> getConnectionList() {
+            listReads++;
+            return super.getConnectionList();
+        }
+    };
     private final ObjenesisStd objenesis = new ObjenesisStd();
     private final AutoSwitchHAClient client;
     private final EpochFileCache clientCache;
@@ -85,9 +92,6 @@ public final class RmqcheckHaDriver implements Wire.Driver {
     private final Method doTruncate = method(AutoSwitchHAClient.class, "doTruncate", List.class, long.class);
     private final Method swapRequests = method(GroupTransferService.class, "swapRequests");
     private final Method doWaitTransfer = method(GroupTransferService.class, "doWaitTransfer");
-    // A waiting put's deadline: the state does not change while it waits, so the first evaluation
-    // decides; a put that fails still waits this long.
-    private static final long WAIT_MILLIS = 5;
 
     private RmqcheckHaDriver(Path dir) throws Exception {
         storeConfig.setStorePathRootDir(dir.toString());
@@ -240,6 +244,30 @@ public final class RmqcheckHaDriver implements Wire.Driver {
 
     // --- the calls ---------------------------------------------------------------------------------
 
+    /**
+     * doWaitTransfer for one put with a 1 ms deadline: the installed state does not change while it
+     * waits, so its first evaluation decides. A put that was not acknowledged is answered only if
+     * an evaluation read the connection list (a thread descheduled past the deadline ends the wait
+     * unevaluated): otherwise the wait is run again.
+     */
+    private boolean waitTransfer(long nextOffset, int ackNums) throws Exception {
+        for (int attempt = 0; attempt < 1000; attempt++) {
+            GroupTransferService waiter = new GroupTransferService(service, store);
+            CommitLog.GroupCommitRequest put = new CommitLog.GroupCommitRequest(nextOffset, 1, ackNums);
+            int reads = listReads;
+            waiter.putRequest(put);
+            swapRequests.invoke(waiter);
+            doWaitTransfer.invoke(waiter);
+            if (put.future().get() == PutMessageStatus.PUT_OK) {
+                return true;
+            }
+            if (listReads > reads) {
+                return false;
+            }
+        }
+        throw new IllegalStateException("GroupTransferService never evaluated a wait in 1000 attempts");
+    }
+
     private boolean call(String op, Map<String, Object> req, Map<String, Object> m) throws Exception {
         switch (op) {
             case "ha_confirm": // the readers of confirmOffset; getConfirmOffset last, as it may store a value
@@ -265,13 +293,7 @@ public final class RmqcheckHaDriver implements Wire.Driver {
                 m.putAll(sets());
                 return true;
             case "ha_wait": // GroupTransferService.doWaitTransfer for one request against the installed connections
-                GroupTransferService waiter = new GroupTransferService(service, store);
-                CommitLog.GroupCommitRequest put = new CommitLog.GroupCommitRequest(
-                    Json.longOf(req, "next_offset"), WAIT_MILLIS, (int) Json.longOf(req, "need_ack"));
-                waiter.putRequest(put);
-                swapRequests.invoke(waiter);
-                doWaitTransfer.invoke(waiter);
-                m.put("result", put.future().get() == PutMessageStatus.PUT_OK);
+                m.put("result", waitTransfer(Json.longOf(req, "next_offset"), (int) Json.longOf(req, "need_ack")));
                 return true;
             case "ha_truncate":
                 clientCache.initCacheFromEntries(entries(req));

@@ -1,0 +1,223 @@
+"""Exploration and the long jobs on Spark (issue 28): the same answers as the local engine, on
+embedded Spark (local[2]) and on a real multi-process cluster (local-cluster[2,1,1024]);
+resumable; refusing a resume with other options; unchanged by a task that fails once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rmqcheck.checkers.counterexamples.replay import reproduces
+from rmqcheck.checkers.search import distributed, explore
+from rmqcheck.checkers.search.distributed import ExploreError, SparkExplorer
+from rmqcheck.cli import main
+from rmqcheck.invariants.catalogue import expected_ids
+from rmqcheck.model import configs
+from rmqcheck.traces.spark import session
+
+CLUSTER = "local-cluster[2,1,1024]"
+
+
+@pytest.fixture(scope="module")
+def python(tmp_path_factory) -> str:
+    return distributed.stable_python(tmp_path_factory.mktemp("spark-python"))
+
+
+def spark_on(master: str, python: str):
+    return session(master, python, "rmqcheck tests")
+
+
+def same(local: explore.Result, remote: explore.Result) -> None:
+    assert remote.levels == local.levels
+    assert (remote.states, remote.transitions, remote.pruned, remote.exhaustive) == \
+        (local.states, local.transitions, local.pruned, local.exhaustive)
+    assert {i: len(h.actions) for i, h in remote.hits.items()} == {i: len(h.actions) for i, h in local.hits.items()}
+    assert remote.coverage.actions == local.coverage.actions
+    assert remote.coverage.unreached() == local.coverage.unreached()
+
+
+def explored(name: str, depth: int, symmetry: bool, master: str, python: str, work: Path):
+    std = explore.STANDARD[name]
+    bounds = std.bounds._replace(max_depth=depth, symmetry=symmetry)
+    local = explore.Explorer(std.cfg, bounds).run()
+    remote = SparkExplorer(spark_on(master, python), std.cfg, bounds, work).run()
+    return local, remote
+
+
+def test_std2_levels_are_the_local_explorers_on_local_spark(python, tmp_path):
+    local, remote = explored("std2", 10, False, "local[2]", python, tmp_path)
+    same(local, remote)
+    assert local.levels[:4] == (1, 5, 16, 43)
+
+
+def test_std3_levels_are_the_local_explorers_on_a_multi_process_cluster(python, tmp_path):
+    """Two executor JVMs, each with its own Python workers: fingerprints must agree across them
+    (symmetry on: the canonical key too)."""
+    local, remote = explored("std3", 8, True, CLUSTER, python, tmp_path)
+    same(local, remote)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["std2", "std3"])
+@pytest.mark.parametrize("symmetry", [False, True])
+@pytest.mark.parametrize("master", ["local[2]", CLUSTER])
+def test_every_standard_configuration_to_depth_10(name, symmetry, master, python, tmp_path):
+    same(*explored(name, 10, symmetry, master, python, tmp_path))
+
+
+# Toggles whose breadth-first hunt finds a counterexample in a small scope (the bug table's
+# explore column); the Spark hunt must give the same verdict and the same length.
+TOGGLES = ("ack_uses_local_sss_only", "on_become_master_sss_self_only", "confirm_min_over_connected_only",
+           "no_confirm_clamp_on_truncate", "restart_accepts_writes_before_role_confirmed",
+           "alter_uses_epochs_at_send", "proposal_overwrites_pending_sss", "confirm_skips_unacked_members")
+
+
+def _first_finding_scope(toggle: str):
+    """The toggle's exposing configuration's first scope (explore.scopes) whose exhaustive
+    breadth-first search finds a counterexample, and what the local explorer found there."""
+    cfg = configs.exposing(frozenset({toggle}))
+    targets = expected_ids(cfg)
+    for scope, bounds in explore.scopes(cfg):
+        r = explore.Explorer(scope, bounds, targets).run(120, stop_on=targets)
+        if r.hits:
+            return scope, bounds, targets, r
+    raise AssertionError(f"{toggle}: no scope finds it")
+
+
+@pytest.mark.parametrize("toggle", TOGGLES[:1])
+def test_a_toggle_is_found_as_by_the_local_hunt(toggle, python, tmp_path):
+    check_toggle(toggle, "local[2]", python, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("toggle", TOGGLES)
+@pytest.mark.parametrize("master", ["local[2]", CLUSTER])
+def test_every_toggle_is_found_as_by_the_local_hunt(toggle, master, python, tmp_path):
+    check_toggle(toggle, master, python, tmp_path)
+
+
+def check_toggle(toggle: str, master: str, python: str, work: Path) -> None:
+    """The same verdict in the same scope: the shortest counterexample's length, and the
+    invariant the local explorer met first among those violated at that length."""
+    scope, bounds, targets, local = _first_finding_scope(toggle)
+    remote = SparkExplorer(spark_on(master, python), scope, bounds, work, targets).run(stop_on=targets)
+    shortest = min(len(h.actions) for h in local.hits.values())
+    first = next(i for i, h in local.hits.items() if len(h.actions) == shortest)
+    assert min(len(h.actions) for h in remote.hits.values()) == shortest
+    assert first in remote.hits and len(remote.hits[first].actions) == shortest
+    for inv, hit in remote.hits.items():
+        assert reproduces(scope, list(hit.actions), inv) is not None
+
+
+# --- resuming, refusing, failing -------------------------------------------------------------------
+
+
+def test_an_interrupted_run_resumes_to_the_same_answer_and_other_options_are_refused(python, tmp_path):
+    std = explore.STANDARD["std2"]
+    bounds = std.bounds._replace(max_depth=6)
+    spark = spark_on("local[2]", python)
+    whole = SparkExplorer(spark, std.cfg, bounds, tmp_path / "whole").run()
+    part = SparkExplorer(spark, std.cfg, bounds, tmp_path / "part").run(budget=0)  # one level, then stop
+    assert part.stopped == "budget" and not part.exhaustive and len(part.levels) == 2
+    assert (tmp_path / "part" / "level-0001" / "DONE").exists()
+    resumed = SparkExplorer(spark, std.cfg, bounds, tmp_path / "part").run()
+    assert (resumed.levels, resumed.states, resumed.transitions) == (whole.levels, whole.states, whole.transitions)
+    with pytest.raises(ExploreError, match="other bounds"):
+        SparkExplorer(spark, std.cfg, bounds._replace(max_depth=7), tmp_path / "part").run()
+    with pytest.raises(ExploreError, match="other config"):
+        SparkExplorer(spark, std.cfg._replace(max_messages=2), bounds, tmp_path / "part").run()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "x").write_text("x")
+    with pytest.raises(ExploreError, match="not empty"):
+        SparkExplorer(spark, std.cfg, bounds, tmp_path / "other").run()
+
+
+def test_a_task_that_fails_once_is_retried_and_changes_nothing(python, tmp_path):
+    std = explore.STANDARD["std2"]
+    bounds = std.bounds._replace(max_depth=4)
+    spark = spark_on("local[2,3]", python)  # up to 3 attempts of a task
+    clean = SparkExplorer(spark, std.cfg, bounds, tmp_path / "clean").run()
+    failing = SparkExplorer(spark, std.cfg, bounds, tmp_path / "failing", fail_once=str(tmp_path / "marks")).run()
+    assert len(list((tmp_path / "marks").iterdir())) >= 4  # a level's first task failed each time
+    assert (failing.levels, failing.states, failing.transitions) == (clean.levels, clean.states, clean.transitions)
+
+
+def test_a_full_work_directory_is_a_clear_error(python, tmp_path, monkeypatch):
+    import shutil
+
+    std = explore.STANDARD["std2"]
+    spark = spark_on("local[2]", python)
+    monkeypatch.setattr(distributed.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10, 10, 2**20))
+    with pytest.raises(ExploreError, match="only 1 MiB free"):
+        SparkExplorer(spark, std.cfg, std.bounds, tmp_path / "w").run()
+
+
+def test_the_explore_command_runs_on_spark_and_writes_replayable_counterexamples(tmp_path, capsys):
+    work = tmp_path / "work"
+    code = main(["explore", "--config", "std2", "--max-depth", "7", "--engine", "spark", "--master", "local[2]",
+                 "--work-dir", str(work), "--out", str(tmp_path / "cx"), "--bug", "ack_uses_local_sss_only"])
+    text = capsys.readouterr().out
+    assert code == 1 and "depth   1:" in text and "work directory" in text
+    files = sorted((tmp_path / "cx").glob("*.json"))
+    assert files and main(["replay", "--quiet", str(files[0])]) == 1
+    assert json.loads((work / "manifest.json").read_text())["config"]["bugs"] == ["ack_uses_local_sss_only"]
+    assert main(["explore", "--config", "std2", "--work-dir", str(work)]) == 2  # --engine spark only
+    assert main(["explore", "--config", "classic", "--engine", "spark"]) == 2
+
+
+# --- the long jobs as Spark tasks ------------------------------------------------------------------
+
+
+def test_matrix_rows_and_bug_measures_on_spark_are_the_local_ones(tmp_path):
+    """A task per row or measure; rows and measures that end by exhausting or finding are the
+    same wherever they ran (a time budget cut elsewhere would differ, so these end before it)."""
+    from rmqcheck.checkers.search import modes
+    from rmqcheck.checkers.tables import matrix, rediscovery
+
+    spark = session("local[2]")
+    rows = [c for c in matrix.mode_space() if modes.mode_for(c).name == "classic"][:1]
+    local = matrix.run([], rows, 60, 120, tmp_path / "local")
+    remote = matrix.run([], rows, 60, 120, tmp_path / "spark", spark=spark)
+    assert [(r.settings, r.states, r.exhaustive) for r in remote] == [(r.settings, r.states, r.exhaustive) for r in local]
+    assert [[(c.invariant, c.kind, c.steps) for c in r.cells] for r in remote] == \
+        [[(c.invariant, c.kind, c.steps) for c in r.cells] for r in local]
+    subject = next(s for s in rediscovery.subjects() if s.toggle == "ack_uses_local_sss_only")._replace(
+        methods=("explore", "guided"))
+    here = rediscovery.measure([subject], 2, 60)
+    there = rediscovery.measure([subject], 2, 60, spark=spark)
+    assert [(m.method, [(a.seed, a.found, a.invariant, a.steps) for a in m.attempts]) for m in there] == \
+        [(m.method, [(a.seed, a.found, a.invariant, a.steps) for a in m.attempts]) for m in here]
+
+
+def test_a_swarm_stops_at_the_first_finding_and_a_seed_finds_the_same_anywhere(tmp_path):
+    from rmqcheck.checkers.search import swarm
+
+    cfg = configs.exposing(frozenset({"ack_uses_local_sss_only"}))
+    targets = expected_ids(cfg)
+    winner, ended = swarm.swarm(cfg, targets, "guided", range(4), 60, spark=session("local[2]"))
+    assert winner is not None and winner.finding is not None and winner in ended
+    alone = swarm.run_seed((cfg, targets, "guided", winner.seed, 60))
+    assert alone.finding.counterexample.actions == winner.finding.counterexample.actions
+    local_winner, _ = swarm.swarm(cfg, targets, "guided", range(4), 60, jobs=2)
+    assert swarm.run_seed((cfg, targets, "guided", local_winner.seed, 60)).finding.counterexample.actions == \
+        local_winner.finding.counterexample.actions
+    none, runs = swarm.swarm(configs.load("durable")._replace(bugs=frozenset()), {"I1"}, "walk", range(2), 1, jobs=2)
+    assert none is None and sorted(r.seed for r in runs) == [0, 1]
+
+
+def test_the_commands_take_the_spark_engine(tmp_path, capsys):
+    assert main(["hunt", "--bug", "ack_uses_local_sss_only", "--method", "guided", "--swarm", "3", "--budget", "30",
+                 "--engine", "spark", "--master", "local[2]", "--out", str(tmp_path / "w.json")]) == 1
+    text = capsys.readouterr().out
+    assert "swarm of 3 seeds (0-2) of guided" in text and "found it first" in text and (tmp_path / "w.json").exists()
+    assert main(["hunt", "--method", "explore", "--swarm", "2"]) == 2  # a seeded method only
+    assert main(["hunt", "--engine", "spark"]) == 2  # --swarm or --method explore
+    assert main(["matrix", "--modes", "classic", "--where", "flush=SYNC", "--where", "brokerRole=SYNC_MASTER",
+                 "--engine", "spark", "--master", "local[2]", "--out", str(tmp_path / "m")]) == 0
+    assert "Spark local[2]" in capsys.readouterr().out
+    assert main(["bugs", "--measure", "--only", "ack_uses_local_sss_only", "--method", "explore", "--budget", "30",
+                 "--engine", "spark", "--master", "local[2]", "--json", str(tmp_path / "b.json")]) == 0
+    assert json.loads((tmp_path / "b.json").read_text())[0]["found"] == 1
+    assert main(["matrix", "--master", "local[2]", "--modes", "dledger"]) == 2  # --master goes with --engine spark
