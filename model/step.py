@@ -371,7 +371,7 @@ def rule_ha_connect(s: State, cfg: Config, slave: int) -> State | None:
     has since become a slave still serves a slave that takes it for its master, and keeps
     serving it across its own truncation. Intended: a broker whose handshake truncates its log
     drops the connections it serves, as changeToSlave does (what they were sent is gone)."""
-    s0, b = s, s.broker(slave)
+    b = s.broker(slave)
     m_id = b.master_id
     if (
         not b.up
@@ -384,6 +384,7 @@ def rule_ha_connect(s: State, cfg: Config, slave: int) -> State | None:
         or not reachable(s, slave, m_id)
     ):
         return None
+    end_before = max_phy(b)
     b, cut = truncate_invalid_msg(b, s.msgs, cfg)
     if cut >= 0:
         b = b._replace(epochs=ef.truncate_suffix_by_offset(b.epochs, cut, cfg.faithful_q1, cfg.faithful_q2))
@@ -395,7 +396,7 @@ def rule_ha_connect(s: State, cfg: Config, slave: int) -> State | None:
         return s.with_broker(remove_connection(m, slave, cfg)) if slave in m.sss else s
     m, b = result
     s = s.with_broker(m).with_broker(b)
-    if max_phy(b) < max_phy(s0.broker(slave)) and not cfg.has("slave_serves_ha_connections"):
+    if max_phy(b) < end_before and not cfg.has("slave_serves_ha_connections"):
         s = destroy_connections(s, slave, cfg)
     return s
 
