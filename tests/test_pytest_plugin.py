@@ -8,6 +8,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from conftest import needs_rocketmq
+
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 TOGGLE = SCENARIOS / "toggles" / "ack_uses_local_sss_only.scn"  # expect I4
 HOLDS = SCENARIOS / "quirks" / "torn-tail-ack-moves-confirm-back.scn"  # expect none
@@ -56,6 +58,7 @@ def test_a_folder_that_is_not_one_is_a_usage_error(pytester):
     result.stderr.fnmatch_lines(["*--rmqcheck-scenarios*nowhere: not a directory*"])
 
 
+@needs_rocketmq
 def test_a_conform_scenario_passes_when_the_code_and_the_model_agree(pytester):
     d = pytester.path / "conform"
     shutil.copytree(SCENARIOS / "conform", d)
