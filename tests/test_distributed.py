@@ -221,3 +221,13 @@ def test_the_commands_take_the_spark_engine(tmp_path, capsys):
                  "--engine", "spark", "--master", "local[2]", "--json", str(tmp_path / "b.json")]) == 0
     assert json.loads((tmp_path / "b.json").read_text())[0]["found"] == 1
     assert main(["matrix", "--master", "local[2]", "--modes", "dledger"]) == 2  # --master goes with --engine spark
+
+
+def test_a_work_directory_that_cannot_be_made_is_a_clear_error(tmp_path, capsys):
+    a_file = tmp_path / "f"
+    a_file.write_text("")
+    for work, says in ((a_file, "is a file, not a folder"), (a_file / "below", "not a directory")):
+        for argv in (["explore", "--max-depth", "2"], ["hunt", "--method", "explore", "--budget", "2"]):
+            assert main([*argv, "--engine", "spark", "--work-dir", str(work)]) == 2
+            err = capsys.readouterr().err
+            assert f"--work-dir {work}" in err and says in err and "Traceback" not in err

@@ -18,7 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from rmqcheck.checkers.search import explore
-from rmqcheck.outputs import check_output, write_atomically
+from rmqcheck.outputs import check_folder, check_output, write_atomically
 from rmqcheck.checkers.search.hunting import UNEXPLAINED
 from rmqcheck.report import tables as report_tables
 from rmqcheck.report.ci import Results
@@ -275,6 +275,17 @@ def spark_master(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a Spark master URL: local, local[N], local[*], "
                                          "local-cluster[N,C,M], spark://HOST:PORT, yarn or k8s://...")
     return text
+
+
+def work_folder(path: str | Path | None, default: Path) -> Path:
+    """`--work-dir` (or `default`), created now: a run resumes there, so what it holds is kept."""
+    work = Path(path or default)
+    check_folder(work, "--work-dir", force=True)
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--work-dir {work}: {exc.strerror}") from None
+    return work
 
 
 def add_engine_options(p: argparse.ArgumentParser, what: str) -> None:

@@ -21,6 +21,7 @@ from rmqcheck.model.step import ACTIONS, format_action
 from .common import (
     Bar,
     UsageError,
+    work_folder,
     add_engine_options,
     add_result_options,
     budget_seconds,
@@ -129,7 +130,7 @@ def _explore_spark(args, cfg: Config, bounds: explore.Bounds) -> explore.Result:
     from rmqcheck.traces.spark import session
     from rmqcheck.traces.validate import SparkUnavailable
 
-    work = Path(args.work_dir or Path("build") / "explore" / Path(args.config).stem)
+    work = work_folder(args.work_dir, Path("build") / "explore" / Path(args.config).stem)
     try:
         python = distributed.stable_python(Path("build") / "spark")
         spark = session(args.master, python, "rmqcheck explore")

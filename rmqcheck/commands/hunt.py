@@ -32,6 +32,7 @@ from rmqcheck.model.step import format_action
 from .common import (
     Bar,
     UsageError,
+    work_folder,
     add_engine_options,
     add_result_options,
     budget_seconds,
@@ -166,7 +167,7 @@ def _hunt_explore(cfg: Config, targets, args, bar: Bar) -> Finding | None:
         from rmqcheck.checkers.search import distributed
 
         digest = hashlib.sha1(json.dumps(configs.to_dict(cfg), sort_keys=True).encode()).hexdigest()[:12]
-        work = Path(args.work_dir or Path("build") / "hunt" / digest)
+        work = work_folder(args.work_dir, Path("build") / "hunt" / digest)
         try:
             spark = spark_for(args, "rmqcheck hunt --method explore", distributed.stable_python(Path("build") / "spark"))
             found, tried = distributed.hunt(spark, cfg, targets, args.budget, work)
