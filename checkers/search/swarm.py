@@ -18,10 +18,9 @@ from rmqcheck.model.config import Config
 from rmqcheck.processes import workers
 
 from rmqcheck.checkers.search.hunting import Finding, explain, find
-from rmqcheck.checkers.search.walk import guided, walk
+from rmqcheck.checkers.search.walk import WALK_DEPTH, guided, walk
 
 METHODS = ("stateful", "walk", "guided")
-WALK_DEPTH = 60
 
 
 class SeedRun(NamedTuple):

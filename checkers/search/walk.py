@@ -31,6 +31,7 @@ from rmqcheck.checkers.counterexamples.replay import ddmin, shrink
 
 
 GUIDED_HOP = 10  # steps from a kept state per round of a guided walk
+WALK_DEPTH = 60  # steps per plain walk unless told otherwise (hunt --depth, the swarm, the bug table)
 
 
 class WalkHit(NamedTuple):

@@ -34,8 +34,8 @@ def spark_map(fn: Callable[[T], R], tasks: Iterable[T], spark: Any,
     rdd = spark.sparkContext.parallelize(list(enumerate(items)), len(items))
     pairs = sorted(rdd.map(lambda it: (it[0], fn(it[1]))).collect(), key=lambda p: p[0])
     results = [r for _, r in pairs]
-    for r in results:
-        if on_result:
+    if on_result is not None:
+        for r in results:
             on_result(r)
     return results
 

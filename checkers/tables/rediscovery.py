@@ -31,12 +31,11 @@ from rmqcheck.checkers.search import modes
 from rmqcheck.checkers.proofs import truncation as proofs
 from rmqcheck.checkers.tables.parallel import ordered_map, spark_map
 from rmqcheck.checkers.search.hunting import find
-from rmqcheck.checkers.search.walk import guided, mode_guided, mode_walk, walk
+from rmqcheck.checkers.search.walk import WALK_DEPTH, guided, mode_guided, mode_walk, walk
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 METHODS = ("stateful", "explore", "walk", "guided", "liveness", "prove")  # table columns, in this order
 SEEDED = ("stateful", "walk", "guided")  # methods whose result depends on the seed
-WALK_DEPTH = 60
 LIVENESS_BOUNDS = explore.Bounds(max_sss_epoch=4)  # the L3 lasso needs a failover, a rejoin and a crash
 PROVE_K = 8  # entries per epoch list, as `rmqcheck prove` (its default)
 

@@ -22,7 +22,7 @@ from rmqcheck.checkers.search.hunting import (
     write_finding,
 )
 from rmqcheck.checkers.search.portfolio import Found, portfolio
-from rmqcheck.checkers.search.walk import GUIDED_HOP, guided, walk
+from rmqcheck.checkers.search.walk import GUIDED_HOP, WALK_DEPTH, guided, walk
 from rmqcheck.invariants.catalogue import BY_ID, expected_ids
 from rmqcheck.model import configs
 from rmqcheck.model.bugs import BY_NAME
@@ -68,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(default build/hunt/<configuration hash>); a run with the same options resumes there")
     p.add_argument("--scale", choices=tuple(SCALES), help="offsets at this scale (model/config.py SCALES; default: "
                    "the configuration's own, small for the named ones)")
-    p.add_argument("--depth", type=positive, default=60, help="walk: steps per walk (default 60)")
+    p.add_argument("--depth", type=positive, default=WALK_DEPTH, help=f"walk: steps per walk (default {WALK_DEPTH})")
     p.add_argument("--budget", type=budget_seconds, default=120.0, help="seconds (default 120)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="counterexample file (default counterexamples/<label>-<invariant>-seed<N>.json)")
