@@ -33,6 +33,7 @@ class Toggle(NamedTuple):
 
 
 _DURABLE = {"all_ack": True, "flush": "SYNC_FLUSH"}
+_LARGE = {"base_offset": 2**63 - 2**34, "unit_bytes": 2**29}  # SCALES["large"] (model/config.py)
 
 
 def _faults(**budget: int) -> dict[str, int]:
@@ -372,7 +373,7 @@ TOGGLES: tuple[Toggle, ...] = (
         "they compare equal and one is dropped. Intended: Long.compare (and Integer.compare for epochs and "
         "priorities, whose subtraction wraps for a negative priority).",
         ("I7", "I7b"),
-        {**_DURABLE, "brokers": 3, "base_offset": 2**63 - 2**34, "unit_bytes": 2**29, "faults": _WIDE},
+        {**_DURABLE, **_LARGE, "brokers": 3, "faults": _WIDE},
         in_snapshot=True,
     ),
     Toggle(
@@ -388,7 +389,8 @@ TOGGLES: tuple[Toggle, ...] = (
         "next handshake does not repair. Intended: a broker whose handshake truncates its log drops the HA "
         "connections it serves, as changeToSlave does, so its slaves reconnect and truncate in turn.",
         ("I5",),
-        {**_DURABLE, "brokers": 3, "faults": _WIDE},
+        # found, and its scenario written, at the large scale (512 MiB messages near 2^63)
+        {**_DURABLE, **_LARGE, "brokers": 3, "faults": _WIDE},
         in_snapshot=True,
     ),
     Toggle(

@@ -979,9 +979,12 @@ def candidates(s: State, cfg: Config) -> list[Action]:
     return out
 
 
-def successors(s: State, cfg: Config) -> list[tuple[Action, State]]:
+def successors(s: State, cfg: Config, skip: frozenset[Action] = frozenset()) -> list[tuple[Action, State]]:
+    """Every enabled action with its next state, but those in `skip` (the explorer's sleep set)."""
     out = []
     for a in candidates(s, cfg):
+        if a in skip:
+            continue
         nxt = ACTIONS[a[0]].rule(s, cfg, *a[1:])
         if nxt is not None:
             out.append((a, nxt))

@@ -59,6 +59,19 @@ def test_std3_levels_are_the_local_explorers_on_a_multi_process_cluster(python, 
     same(local, remote)
 
 
+def test_sleep_sets_on_spark_reach_the_local_explorers_states(python, tmp_path):
+    """With sleep sets a state keeps the sleep set of the arrival Spark keeps (the least parent
+    and action), not the local explorer's first: the same states per depth and shortest
+    counterexamples, and every step of an expanded state taken or asleep."""
+    std = explore.STANDARD["std3"]
+    bounds = std.bounds._replace(max_depth=8, symmetry=True)
+    plain = explore.Explorer(std.cfg, bounds).run()
+    remote = SparkExplorer(spark_on(CLUSTER, python), std.cfg, bounds._replace(sleep_sets=True), tmp_path).run()
+    assert remote.levels == plain.levels and remote.pruned == plain.pruned
+    assert remote.slept > 0 and remote.transitions + remote.slept == plain.transitions
+    assert {i: len(h.actions) for i, h in remote.hits.items()} == {i: len(h.actions) for i, h in plain.hits.items()}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["std2", "std3"])
 @pytest.mark.parametrize("symmetry", [False, True])

@@ -9,7 +9,8 @@ the result does not depend on partitioning) and anti-joined against every finger
 which Spark keeps partitioned and spills to disk. Each level is written under the work
 directory as Parquet: its links (fingerprint, parent fingerprint, action), kept for good, from
 which the shortest counterexample is rebuilt as the local explorer rebuilds it from its parent
-pointers, and its frontier (fingerprint, pickled state), dropped once the next level is written.
+pointers, and its frontier (fingerprint, pickled state and its sleep set), dropped once the next
+level is written.
 A level is marked done last, so an interrupted run resumes from the last level done; a run
 resumed with other options is refused, naming the option.
 
@@ -39,7 +40,7 @@ from rmqcheck.model.config import Config
 from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search.coverage import Coverage, WITNESSES
 
-VERSION = 1
+VERSION = 2  # 2: a frontier row holds (state, sleep set)
 # One row schema for everything a worker reports: successors (s), violations (v) and the
 # partition's tallies (c: transitions, pruned, action counts and witnesses reached, as JSON).
 OUT = pa.schema([("kind", pa.string()), ("inv", pa.string()), ("msg", pa.string()), ("parent", pa.int64()),
@@ -131,7 +132,8 @@ def expand(job: Job, depth: int, targets: frozenset[str], batches: Iterator[pa.R
             raise RuntimeError("injected task failure (the first attempt)")
     space = _space(job)
     coverage = Coverage(job.cfg)
-    transitions = pruned = 0
+    transitions = pruned = slept = 0
+    sleeping = space.footprint is not None
     best: dict[int, tuple[int, str, Any]] = {}
     # Per invariant the least (is a step's, state, step, message): a state's violation is one
     # step shorter than a step's from it.
@@ -145,12 +147,15 @@ def expand(job: Job, depth: int, targets: frozenset[str], batches: Iterator[pa.R
 
     for b in batches:
         for fp, blob in zip(b.column("fp").to_pylist(), b.column("state").to_pylist()):
-            s = pickle.loads(blob)
+            s, sleep = pickle.loads(blob)
             note(space.check_state(s, targets), fp, "")
             if not space.expands(s, depth):
                 pruned += 1
                 continue
-            for a, n in space.successors(s):
+            succ = space.successors(s, sleep)
+            slept += len(sleep)
+            sets = explore.SleepSets(space, s, [a for a, _ in succ] + list(sleep)) if sleeping else None
+            for a, n in succ:
                 transitions += 1
                 coverage.record(s, a, n)
                 action = json.dumps(a)
@@ -158,15 +163,16 @@ def expand(job: Job, depth: int, targets: frozenset[str], batches: Iterator[pa.R
                 note(space.check_transition(s, a, n, targets), fp, action)
                 kept = best.get(k)
                 if kept is None or (fp, action) < kept[:2]:
-                    best[k] = (fp, action, n)
-    tally = {"transitions": transitions, "pruned": pruned, "actions": coverage.actions, "hashes": _hashes(),
+                    best[k] = (fp, action, (n, sets.after(a) if sets else explore.NO_SLEEP))
+    tally = {"transitions": transitions, "pruned": pruned, "slept": slept, "actions": coverage.actions,
+             "hashes": _hashes(),
              "reached": [w.name for w in WITNESSES if w.applies(job.cfg) and w not in coverage.pending]}
     rows = [("v", inv, msg, fp, action, None, None) for inv, (_, fp, action, msg) in violations.items()]
     rows.append(("c", None, json.dumps(tally), None, None, None, None))
     yield _batch(rows)
     chunk: list[tuple] = []
-    for k, (parent, action, n) in best.items():
-        chunk.append(("s", None, None, parent, action, k, pickle.dumps(n, protocol=5)))
+    for k, (parent, action, state_and_sleep) in best.items():
+        chunk.append(("s", None, None, parent, action, k, pickle.dumps(state_and_sleep, protocol=5)))
         if len(chunk) == 5000:
             yield _batch(chunk)
             chunk = []
@@ -255,15 +261,15 @@ class SparkExplorer:
 
         first = self.spark.range(1, numPartitions=1).mapInArrow(initial, "fp long, hashes string").first()
         fp0, hashes = first["fp"], first["hashes"]
-        rows = [(fp0, None, None, pickle.dumps(s0, protocol=5))]
+        rows = [(fp0, None, None, pickle.dumps((s0, explore.NO_SLEEP), protocol=5))]
         df = self.spark.createDataFrame(rows, "fp long, parent long, action string, state binary")
         level = self._level_dir(0)
         self._write(df.select("fp", "parent", "action"), level / "links")
         self._write(df.select("fp", "state"), level / "frontier")
         hits = {v.invariant: {"message": v.message, "fp": None, "depth": 0, "action": None}
                 for v in space.check_start(s0, self.targets)}
-        done = {"depth": 0, "states": 1, "new": 1, "transitions": 0, "pruned": 0, "seconds": 0.0, "hits": hits,
-                "actions": {}, "reached": [], "hashes": hashes}
+        done = {"depth": 0, "states": 1, "new": 1, "transitions": 0, "pruned": 0, "slept": 0, "seconds": 0.0,
+                "hits": hits, "actions": {}, "reached": [], "hashes": hashes}
         (level / "DONE").write_text(json.dumps(done))
         return done
 
@@ -350,7 +356,7 @@ class SparkExplorer:
             states=n, transitions=last["transitions"], depth=len(levels) - 1, seconds=time.perf_counter() - start,
             exhaustive=stopped is None, stopped=stopped or "exhausted", pruned=last["pruned"],
             hits={inv: explore.Hit(inv, h["message"], self._path(h)) for inv, h in hits.items()},
-            coverage=coverage, collision_bound=n * n / 2.0**64, graph=None, levels=levels,
+            coverage=coverage, collision_bound=n * n / 2.0**64, graph=None, levels=levels, slept=last["slept"],
         )
 
     def _path(self, hit: dict) -> tuple:
@@ -381,7 +387,7 @@ def _length(hit: dict) -> int:
 def _merge(last: dict, small: list, depth: int, targets: frozenset[str], hits: dict) -> dict:
     """Add a level's tallies to the totals and record its violations in `hits`: per invariant
     the least (state, step) of the level, so the answer does not depend on partitioning."""
-    transitions, pruned = last["transitions"], last["pruned"]
+    transitions, pruned, slept = last["transitions"], last["pruned"], last["slept"]
     actions = dict(last["actions"])
     reached = set(last["reached"])
     found: dict[str, tuple] = {}
@@ -394,6 +400,7 @@ def _merge(last: dict, small: list, depth: int, targets: frozenset[str], hits: d
                                    "`stable_python`'s wrapper")
             transitions += t["transitions"]
             pruned += t["pruned"]
+            slept += t["slept"]
             for k, v in t["actions"].items():
                 actions[k] = actions.get(k, 0) + v
             reached.update(t["reached"])
@@ -403,8 +410,8 @@ def _merge(last: dict, small: list, depth: int, targets: frozenset[str], hits: d
                 found[r["inv"]] = key
     for inv, (_, parent, action, message) in found.items():
         hits[inv] = {"message": message, "fp": parent, "depth": depth, "action": action or None}
-    return {"transitions": transitions, "pruned": pruned, "actions": actions, "reached": sorted(reached),
-            "hashes": last["hashes"]}
+    return {"transitions": transitions, "pruned": pruned, "slept": slept, "actions": actions,
+            "reached": sorted(reached), "hashes": last["hashes"]}
 
 
 SLICE = 30.0  # seconds a scope's exploration runs (a level at least) before the next scope's turn

@@ -32,6 +32,7 @@ from rmqcheck.model.recovery import RecoveryConfig
 from rmqcheck.model.abstraction import canonical_key, symmetries, timeless
 from rmqcheck.model.controller import ELECT_MASTER_MAX_RETRY
 from rmqcheck.model.config import NO_FAULTS, SYNC_FLUSH, Config, FaultBudget
+from rmqcheck.model.footprint import Footprint, footprint, independent, rank
 from rmqcheck.model.step import Action, initial_state, successors
 from rmqcheck.model.world import State
 
@@ -53,6 +54,9 @@ class Bounds(NamedTuple):
     # fault. Off: the model's freedom to delay heartbeats for ever.
     timely_heartbeats: bool = True
     symmetry: bool = False  # identify states up to broker renaming (model/abstraction.py)
+    # Skip a step when another order of the same independent steps reaches its state at the
+    # same depth (`SleepSets`): the same states, fewer transitions.
+    sleep_sets: bool = False
 
     def expands(self, s: State, depth: int) -> bool:
         applied = s.ctrl.applied
@@ -74,8 +78,10 @@ def heartbeat_due(s: State) -> bool:
     return False
 
 
-def bounded_successors(s: State, cfg: Config, bounds: Bounds) -> list[tuple[Action, State]]:
-    out = successors(s, cfg)
+def bounded_successors(
+    s: State, cfg: Config, bounds: Bounds, skip: frozenset = frozenset()
+) -> list[tuple[Action, State]]:
+    out = successors(s, cfg, skip)
     if bounds.timely_heartbeats and heartbeat_due(s):
         out = [x for x in out if x[0][0] != "tick"]
     return out
@@ -187,6 +193,7 @@ class Result(NamedTuple):
     collision_bound: float
     graph: "Graph | None"
     levels: tuple[int, ...] = ()  # distinct states first reached at each depth (0: the initial state)
+    slept: int = 0  # steps skipped by sleep sets (each leads to a state reached another way)
 
 
 class Graph(NamedTuple):
@@ -208,7 +215,7 @@ class Space(NamedTuple):
     ids asked)."""
 
     initial: Any
-    successors: Callable[[Any], list]
+    successors: Callable[..., list]  # (state, sleep set to skip)
     key: Callable[[Any], int]
     expands: Callable[[Any, int], bool]
     check_state: Callable[[Any, frozenset], list[Violation]]
@@ -216,6 +223,9 @@ class Space(NamedTuple):
     check_transition: Callable[[Any, Action, Any, frozenset], list[Violation]]
     coverage: Callable[[], Any]  # a fresh recorder with record(pre, action, post)
     invariants: frozenset[str]
+    # With sleep sets (controller mode only): what a step reads and writes, and their order.
+    footprint: Callable[[Any, Action], Footprint | None] | None = None
+    rank: Callable[[Any, Action], tuple] | None = None
 
 
 def controller_space(cfg: Config, bounds: Bounds, ghost: bool = True) -> Space:
@@ -226,9 +236,10 @@ def controller_space(cfg: Config, bounds: Bounds, ghost: bool = True) -> Space:
     def key(s: State) -> int:
         return canonical_key(s, cfg, group, ghost) if len(group) > 1 else hash(timeless(s, cfg, ghost))
 
+    symmetric = len(group) > 1
     return Space(
         initial_state(cfg),
-        lambda s: bounded_successors(s, cfg, bounds),
+        lambda s, skip=frozenset(): bounded_successors(s, cfg, bounds, skip),
         key,
         bounds.expands,
         lambda s, ids: check_state(s, cfg, ids),
@@ -236,6 +247,8 @@ def controller_space(cfg: Config, bounds: Bounds, ghost: bool = True) -> Space:
         lambda s, a, n, ids: check_transition(s, a, n, cfg, ids),
         lambda: Coverage(cfg),
         frozenset(BY_ID),
+        (lambda s, a: footprint(s, a, cfg)) if bounds.sleep_sets else None,
+        lambda s, a: rank(s, a, symmetric),
     )
 
 
@@ -243,7 +256,7 @@ def mode_space(mode: Mode, cfg: Any, max_depth: int | None = None, key: Callable
     """Classic HA, DLedger or store recovery (checkers/search/modes.py): finite by the configuration's budgets."""
     return Space(
         mode.initial_state(cfg),
-        lambda s: mode.successors(s, cfg),
+        lambda s, skip=frozenset(): mode.successors(s, cfg),
         key,
         lambda s, depth: max_depth is None or depth < max_depth,
         lambda s, ids: mode.check_state(s, cfg, ids),
@@ -252,6 +265,43 @@ def mode_space(mode: Mode, cfg: Any, max_depth: int | None = None, key: Callable
         ActionCounts,
         frozenset(inv.id for inv in mode.invariants),
     )
+
+
+NO_SLEEP: frozenset = frozenset()
+
+
+class SleepSets:
+    """Sleep sets (Godefroid 1996), one step deep, for breadth-first search with state matching.
+
+    A state n kept when step c first reached it from p skips every action a enabled in p that
+    is independent of c there (model/footprint.py) and ranks below c: p.c.a is p.a.c, one
+    level up the same. No state is lost: take a state t first reachable at depth d + 1 and,
+    among the steps into it from states kept at depth d, one (s, a) of the highest rank. Were a
+    asleep in s, reached by c from p, then p.a would be at depth d, kept (up to renaming) and
+    expanded (a sleeping step changes nothing the bounds read), and its step c would reach t
+    with c's rank, above a's (footprints and ranks read only what the other step leaves
+    alone): a contradiction. Nor is a step invariant's first violation lost: a sleeping step
+    changes the brokers it writes as the same step from p did, which was taken or asleep in
+    turn, back to the initial state; I3b, I4 and I9 compare each broker with itself, and I7,
+    I7b and I10 judge only steps that are never put to sleep. Only the transitions counted,
+    the action counts and the coverage witnesses seen on steps change."""
+
+    def __init__(self, space: Space, s: State, enabled: list[Action]) -> None:
+        self.space, self.s, self.enabled = space, s, enabled
+        self.ranked: list | None = None  # (rank, action, footprint), taken when a new state needs them
+
+    def after(self, c: Action) -> frozenset:
+        """The sleep set of the state `c` leads to."""
+        if self.ranked is None:
+            s, space = self.s, self.space
+            self.ranked = sorted((space.rank(s, a), a, f) for a in self.enabled
+                                 if (f := space.footprint(s, a)) is not None)
+            self.index = {a: i for i, (_, a, _) in enumerate(self.ranked)}
+        i = self.index.get(c)
+        if i is None:
+            return NO_SLEEP
+        rc, _, fc = self.ranked[i]
+        return frozenset([a for r, a, fa in self.ranked[:i] if r < rc and independent(fa, fc)])
 
 
 class Explorer:
@@ -339,20 +389,25 @@ class Explorer:
             graph.labels.append(label(s0))
             graph.expanded.append(0)
         stop = note(space.check_start(s0, frozenset(remaining)), ())
-        frontier: list[tuple[int, State]] = [(0, s0)]
+        # (index, state, its sleep set): the steps it skips
+        frontier: list[tuple[int, State, frozenset]] = [(0, s0, NO_SLEEP)]
         levels = [1]
-        depth = transitions = pruned = 0
+        depth = transitions = pruned = slept = 0
         stopped = "violation" if stop else None
+        sleeping = space.footprint is not None and graph is None  # liveness needs every edge
         while frontier and stopped is None:
-            level: list[tuple[int, State]] = []
-            for idx, s in frontier:
+            level: list[tuple[int, State, frozenset]] = []
+            for idx, s, sleep in frontier:
                 if not space.expands(s, depth):
                     pruned += 1
                     continue
                 ids = frozenset(remaining)
                 if graph is not None:
                     graph.expanded[idx] = 1
-                for a, n in space.successors(s):
+                succ = space.successors(s, sleep)
+                slept += len(sleep)
+                sets = SleepSets(space, s, [a for a, _ in succ] + list(sleep)) if sleeping else None
+                for a, n in succ:
                     transitions += 1
                     k = self.key(n)
                     j = seen.get(k)
@@ -361,7 +416,7 @@ class Explorer:
                         j = seen[k] = len(self.parent)
                         self.parent.append(idx)
                         self.via.append(self._action_id(a))
-                        level.append((j, n))
+                        level.append((j, n, sets.after(a) if sets else NO_SLEEP))
                         if graph is not None:
                             graph.labels.append(label(n))
                             graph.expanded.append(0)
@@ -404,6 +459,7 @@ class Explorer:
             collision_bound=n * n / 2.0**64,
             graph=graph,
             levels=tuple(levels),
+            slept=slept,
         )
 
 
