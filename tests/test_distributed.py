@@ -5,12 +5,15 @@ resumable; refusing a resume with other options; unchanged by a task that fails 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+
+import pyarrow as pa
 
 import pytest
 
 from rmqcheck.checkers.counterexamples.replay import reproduces
-from rmqcheck.checkers.search import distributed, explore
+from rmqcheck.checkers.search import distributed, explore, level_tasks
 from rmqcheck.checkers.search.distributed import ExploreError, SparkExplorer
 from rmqcheck.cli import main
 from rmqcheck.invariants.catalogue import expected_ids
@@ -155,6 +158,55 @@ def test_a_task_that_fails_once_is_retried_and_changes_nothing(python, tmp_path)
     failing = SparkExplorer(spark, std.cfg, bounds, tmp_path / "failing", fail_once=str(tmp_path / "marks")).run()
     assert len(list((tmp_path / "marks").iterdir())) >= 4  # a level's first task failed each time
     assert (failing.levels, failing.states, failing.transitions) == (clean.levels, clean.states, clean.transitions)
+
+
+def test_the_level_running_when_the_budget_ends_is_cancelled_and_resumed_whole(python, tmp_path):
+    """A level whose budget ends is cancelled: nothing of it is kept, and the next call expands
+    it again from its frontier, to the uncut run's answer."""
+    std = explore.STANDARD["std2"]
+    bounds = std.bounds._replace(max_depth=5)
+    spark = spark_on("local[2]", python)
+    whole = SparkExplorer(spark, std.cfg, bounds, tmp_path / "whole").run()
+    ex = SparkExplorer(spark, std.cfg, bounds, tmp_path / "cut")
+    ex.run(budget=0)  # the first level of a call is always completed
+    done = ex._done()
+    assert [d["depth"] for d in done] == [0, 1]
+    with pytest.raises(distributed._BudgetEnded):
+        ex._expand_cut_at(done[-1], ex.targets, deadline=0.0)  # the budget ended before it began
+    assert [d["depth"] for d in ex._done()] == [0, 1]
+    resumed = SparkExplorer(spark, std.cfg, bounds, tmp_path / "cut").run()
+    assert (resumed.levels, resumed.states, resumed.transitions) == (whole.levels, whole.states, whole.transitions)
+
+
+def test_a_worker_that_cannot_write_the_work_directory_is_a_clear_error(python, tmp_path):
+    """A worker's failed write (a full disk, a path that is not a folder) reaches the user as
+    the file it could not write and why, not as a Java stack trace."""
+    spark = spark_on("local[2]", python)
+    ex = SparkExplorer(spark, explore.STANDARD["std2"].cfg, explore.STANDARD["std2"].bounds, tmp_path / "w")
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    target = blocked / "00000.pkl"
+
+    def write(batches):
+        for _ in batches:
+            level_tasks.save_states(target, [])
+            yield pa.RecordBatch.from_pylist([{"x": 1}])
+
+    with pytest.raises(ExploreError, match=f"^writing level 3: cannot write {re.escape(str(target))}: "):
+        ex._spark("writing level 3", lambda: spark.range(1).mapInArrow(write, "x long").collect())
+
+
+def test_a_damaged_frontier_file_is_a_clear_error_on_resume(python, tmp_path):
+    """A frontier file cut short (a disk that filled outside rmqcheck's writes) stops the resumed
+    run naming the file, rather than exploring a partial level."""
+    std = explore.STANDARD["std2"]
+    bounds = std.bounds._replace(max_depth=4)
+    spark = spark_on("local[2]", python)
+    SparkExplorer(spark, std.cfg, bounds, tmp_path).run(budget=0)  # one level
+    (frontier,) = (tmp_path / "level-0001" / "frontier").iterdir()
+    frontier.write_bytes(frontier.read_bytes()[:20])
+    with pytest.raises(ExploreError, match=f"cannot read {re.escape(str(frontier))}: not a whole file of states"):
+        SparkExplorer(spark, std.cfg, bounds, tmp_path).run()
 
 
 def test_a_full_work_directory_is_a_clear_error(python, tmp_path, monkeypatch):

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
+
 import pytest
 
 from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search import liveness
 from rmqcheck.checkers.search.explore import Bounds, Explorer
 from rmqcheck.checkers.search.hunting import find
+from rmqcheck.checkers.counterexamples.files import read
 from rmqcheck.checkers.counterexamples.replay import reproduces
+from rmqcheck.checkers.search.coverage import election_with_truncation
 from rmqcheck.checkers.search.walk import one_walk, walk
 from rmqcheck.invariants.catalogue import check_state, check_transition, expected_ids
 from rmqcheck.model import abstraction
@@ -53,6 +57,19 @@ def test_unreached_witnesses_are_reported(tiny):
     assert statuses["election_with_truncation"] == "NOT REACHED"
     assert "election_with_truncation" in r.coverage.unreached()
     assert statuses["unclean_election"].startswith("n/a")
+
+
+def test_failover_with_truncation_takes_std3_and_a_second_message():
+    """std3 never reaches the witness (README: exhaustive to depth 17, and why no depth does);
+    with a second message a 23-step run does, the handshake's last step."""
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "coverage" / "failover-with-truncation.scn"
+    cx = read(path)
+    assert cx.invariant is None and cx.config == explore.STANDARD["std3"].cfg._replace(max_messages=2)
+    s = initial_state(cx.config)
+    for i, a in enumerate(cx.actions):
+        n = step(s, a, cx.config)
+        assert election_with_truncation(s, a, n) == (i == len(cx.actions) - 1)
+        s = n
 
 
 def test_a_crash_configuration_reaches_a_lone_master_crash():

@@ -28,7 +28,7 @@ pytestmark = needs_rocketmq
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 README = Path(__file__).resolve().parents[1] / "README.md"
-CONTROLLER_MODE = sorted(p for d in ("toggles", "expected", "quirks") for p in (SCENARIOS / d).glob("*.scn"))
+CONTROLLER_MODE = sorted(p for d in ("toggles", "expected", "quirks", "coverage") for p in (SCENARIOS / d).glob("*.scn"))
 
 
 def _lockstep(driver, path: Path) -> lockstep.Lockstep:

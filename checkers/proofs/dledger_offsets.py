@@ -150,9 +150,12 @@ REFUTATION_FILE_SIZE = 4096  # one file size is enough for a counterexample, and
 
 
 def _check(claim: Any, premise: Any, seconds: float) -> tuple[str, str]:
-    solver = z3.Solver()
+    # A fresh context: Z3's search depends on the ids its terms got, so in the shared context the
+    # same query took 0.3 s or timed out after 20 s depending on what was built before it.
+    ctx = z3.Context()
+    solver = z3.Solver(ctx=ctx)
     solver.set("timeout", int(seconds * 1000))
-    solver.add(premise, z3.Not(claim))
+    solver.add(premise.translate(ctx), z3.Not(claim).translate(ctx))
     verdict = solver.check()
     if verdict == z3.unsat:
         return "proved", ""
