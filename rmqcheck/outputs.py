@@ -38,13 +38,13 @@ def _existing_parent(p: Path, option: str) -> Path:
     return parent
 
 
-def write_atomically(path: str | Path, text: str) -> Path:
-    """Write `text` to a temporary name beside `path`, then rename it to `path`."""
+def write_atomically(path: str | Path, data: str | bytes) -> Path:
+    """Write `data` (text as UTF-8) to a temporary name beside `path`, then rename it to `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -209,6 +209,17 @@ def test_a_damaged_frontier_file_is_a_clear_error_on_resume(python, tmp_path):
         SparkExplorer(spark, std.cfg, bounds, tmp_path).run()
 
 
+def test_a_damaged_done_mark_is_a_clear_error_on_resume(python, tmp_path):
+    std = explore.STANDARD["std2"]
+    bounds = std.bounds._replace(max_depth=4)
+    spark = spark_on("local[2]", python)
+    SparkExplorer(spark, std.cfg, bounds, tmp_path).run(budget=0)  # one level
+    done = tmp_path / "level-0001" / "DONE"
+    done.write_text(done.read_text()[:30])
+    with pytest.raises(ExploreError, match=f"^{re.escape(str(done))}: cannot read this run's record"):
+        SparkExplorer(spark, std.cfg, bounds, tmp_path).run()
+
+
 def test_a_full_work_directory_is_a_clear_error(python, tmp_path, monkeypatch):
     import shutil
 

@@ -1,10 +1,10 @@
 """Breadth-first exploration on Spark: the local explorer's search, one level at a time.
 
 The local explorer (explore.py) is one core and one process's memory. Here each level's
-frontier is split into files of states under the work directory, one Spark task a file; Python
-workers expand them with the very functions the local explorer calls
-(`explore.controller_space`: `successors` with its bounds, the fingerprint with its symmetry
-reduction, the invariants), so the model is not written twice.
+frontier is split into files of states under the work directory, one Spark task a file
+(`level_tasks.py`: what the tasks run); Python workers expand them with the very functions the
+local explorer calls (`explore.controller_space`: `successors` with its bounds, the fingerprint
+with its symmetry reduction, the invariants), so the model is not written twice.
 
 Spark holds the fingerprints; the states stay in the work directory. A task reports each
 successor as a small row (fingerprint, parent fingerprint, action, the task's number), at most
@@ -23,8 +23,8 @@ states from one lineage shares most of its structure (pickle writes a shared obj
 file of them costs about a quarter as much to write and an eighth as much to read, and the
 executor JVMs only move fingerprints. Measured (README), this doubled each executor's rate and
 took two executors from 1.52x one's rate to nearly 2x. On a real cluster the work directory must
-be a folder every executor sees at the same path (NFS, a mounted object store), as the Parquet
-links already need.
+be a folder every executor sees at the same path (NFS, say: a rename must be atomic), as the
+Parquet links already need.
 
 A level is marked done last, so an interrupted run resumes from the last level done; a run
 resumed with other options is refused, naming the option. Files are written under a temporary
@@ -50,6 +50,7 @@ from typing import Any, Callable, NamedTuple
 from rmqcheck.invariants.catalogue import BY_ID
 from rmqcheck.model import configs
 from rmqcheck.model.config import Config
+from rmqcheck.outputs import write_atomically
 
 from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search import level_tasks as tasks
@@ -139,13 +140,13 @@ class SparkExplorer:
         """The done marks of the levels written, in order (stops at the first level not done)."""
         out = []
         while (self._level_dir(len(out)) / "DONE").exists():
-            out.append(json.loads((self._level_dir(len(out)) / "DONE").read_text()))
+            out.append(_read_json(self._level_dir(len(out)) / "DONE"))
         return out
 
     def _open(self, opts: dict[str, Any]) -> list[dict]:
         manifest = self.work / "manifest.json"
         if manifest.exists():
-            old = json.loads(manifest.read_text())
+            old = _read_json(manifest)
             for key in opts:
                 was, now = old.get(key), opts[key]
                 if was != now:
@@ -158,7 +159,7 @@ class SparkExplorer:
         self.work.mkdir(parents=True, exist_ok=True)
         if any(self.work.iterdir()):
             raise ExploreError(f"{self.work} is not empty and holds no exploration to resume")
-        manifest.write_text(json.dumps(opts, indent=1))
+        write_atomically(manifest, json.dumps(opts, indent=1))
         return []
 
     def _check_space(self) -> None:
@@ -215,7 +216,7 @@ class SparkExplorer:
                 for v in space.check_start(s0, self.targets)}
         done = {"depth": 0, "states": 1, "new": 1, "transitions": 0, "pruned": 0, "slept": 0, "seconds": 0.0,
                 "hits": hits, "actions": {}, "reached": [], "hashes": hashes, "frontier": ["00000-0000.pkl"]}
-        (level / "DONE").write_text(json.dumps(done))
+        write_atomically(level / "DONE", json.dumps(done))
         return done
 
     def _expand_level(self, last: dict, targets: frozenset[str]) -> tuple[list, int, list[str]]:
@@ -336,7 +337,7 @@ class SparkExplorer:
                     "seconds": time.perf_counter() - began, "hits": hits, "frontier": frontier}
             level = self._level_dir(depth + 1)
             level.mkdir(parents=True, exist_ok=True)
-            (level / "DONE").write_text(json.dumps(last))
+            write_atomically(level / "DONE", json.dumps(last))
             shutil.rmtree(self._level_dir(depth) / "frontier", ignore_errors=True)
             if progress is not None:
                 progress(Level(depth + 1, last["states"], count, last["transitions"], last["seconds"]))
@@ -373,6 +374,15 @@ class SparkExplorer:
             actions.append(tuple(json.loads(row["action"])))
             fp, depth = row["parent"], depth - 1
         return tuple(reversed(actions))
+
+
+def _read_json(path: Path) -> dict:
+    """A manifest or done mark of the work directory; ExploreError, naming it, if damaged."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ExploreError(f"{path}: cannot read this run's record ({exc}): restore it, or use another "
+                           f"--work-dir") from None
 
 
 def _length(hit: dict) -> int:

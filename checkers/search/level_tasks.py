@@ -11,10 +11,8 @@ finds in Spark's error and reports with the file and the reason.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
-import os
 import pickle
 from collections import defaultdict
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any, Iterator, NamedTuple
 import pyarrow as pa
 
 from rmqcheck.model.config import Config
+from rmqcheck.outputs import write_atomically
 
 from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search.coverage import Coverage, WITNESSES
@@ -34,6 +33,7 @@ OUT = pa.schema([("kind", pa.string()), ("inv", pa.string()), ("msg", pa.string(
 OUT_DDL = "kind string, inv string, msg string, parent long, action string, fp long, src int"
 
 IO_ERROR = "rmqcheck work directory"  # how a worker's failed read or write starts, for the driver to find
+
 
 class Job(NamedTuple):
     """What a worker needs to build the search space: the same as the local explorer's."""
@@ -61,15 +61,9 @@ def _space(job: Job) -> explore.Space:
 
 def save_states(path: Path, rows: list[tuple]) -> None:
     """Write `rows` to `path` whole or not at all (a task Spark retries may write it again)."""
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            pickle.dump(rows, f, protocol=5)
-        os.replace(tmp, path)
+        write_atomically(path, pickle.dumps(rows, protocol=5))
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise OSError(f"{IO_ERROR}: cannot write {path}: {exc.strerror or exc}") from None
 
 
