@@ -55,11 +55,11 @@ from rmqcheck.outputs import write_atomically
 from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search import level_tasks as tasks
 from rmqcheck.checkers.search.coverage import Coverage
-from rmqcheck.checkers.search.level_tasks import IO_ERROR, Files, Job
+from rmqcheck.checkers.search.level_tasks import Files, Job
 
 VERSION = 3  # 3: frontier and candidates as files of pickled states; Spark holds fingerprints only
 ROWS_PER_TASK = 20_000  # at most this many states in a frontier file (one task of the next level)
-TASKS_PER_CORE = 4  # a level is cut into at least this many tasks per core, while files hold 500 states
+TASKS_PER_CORE = 4  # a level is cut into about this many tasks a core, while files hold 500 states
 MIN_FREE_BYTES = 256 * 2**20  # a level is not started with less free space in the work directory
 
 
@@ -181,16 +181,18 @@ class SparkExplorer:
     def _spark(self, what: str, action: Callable[[], Any]) -> Any:
         """Run a Spark action. A worker's failed read or write of the work directory (a full
         disk, say) is an ExploreError naming the file, not a Java stack trace; an action the
-        budget's end cancelled, or one that ends after it, is _BudgetEnded."""
+        budget's end cancelled, or one due after it, is _BudgetEnded."""
+        if self._cut.is_set():
+            raise _BudgetEnded()
         try:
             result = action()
         except Exception as exc:
+            reason = tasks.io_error_reason(str(exc))
+            if reason is not None:
+                raise ExploreError(f"{what}: {reason}") from None
             if self._cut.is_set():
                 raise _BudgetEnded() from None
-            line = next((line for line in str(exc).splitlines() if IO_ERROR in line), None)
-            if line is None:
-                raise
-            raise ExploreError(f"{what}: {line[line.index(IO_ERROR) + len(IO_ERROR) + 2:].strip()[:400]}") from None
+            raise
         if self._cut.is_set():
             raise _BudgetEnded()
         return result
@@ -211,7 +213,7 @@ class SparkExplorer:
         try:
             tasks.save_states(level / "frontier" / "00000-0000.pkl", [(fp0, s0, explore.NO_SLEEP)])
         except OSError as exc:
-            raise ExploreError(str(exc)[len(IO_ERROR) + 2:]) from None
+            raise ExploreError(tasks.io_error_reason(str(exc))) from None
         hits = {v.invariant: {"message": v.message, "fp": None, "depth": 0, "action": None}
                 for v in space.check_start(s0, self.targets)}
         done = {"depth": 0, "states": 1, "new": 1, "transitions": 0, "pruned": 0, "slept": 0, "seconds": 0.0,
@@ -231,14 +233,15 @@ class SparkExplorer:
         shutil.rmtree(there, ignore_errors=True)  # what an interrupted expansion left
         files = Files(tuple(str(here / "frontier" / f) for f in last["frontier"]), str(there / "candidates"),
                       str(there / "frontier"))
+        seen = self.spark.read.parquet(*[str(self._level_dir(d) / "links") for d in range(depth + 1)]).select("fp")
         one_a_file = self.spark.range(len(files.frontier), numPartitions=len(files.frontier))
         out = one_a_file.mapInArrow(lambda it: tasks.expand(job, depth, targets, files, it, fail_once), tasks.OUT_DDL)
-        out = out.persist(StorageLevel.MEMORY_AND_DISK)
         succ = out.filter(F.col("kind") == "s").select("fp", "parent", "action", "src")
         best = succ.groupBy("fp").agg(F.min(F.struct("parent", "action", "src")).alias("m"))
         best = best.select("fp", "m.parent", "m.action", "m.src")
-        seen = self.spark.read.parquet(*[str(self._level_dir(d) / "links") for d in range(depth + 1)]).select("fp")
-        new = best.join(seen, "fp", "left_anti").persist(StorageLevel.MEMORY_AND_DISK)
+        new = best.join(seen, "fp", "left_anti")
+        out.persist(StorageLevel.MEMORY_AND_DISK)  # marks only: nothing runs before the try
+        new.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             small = self._spark(f"expanding level {depth}", lambda: out.filter(F.col("kind") != "s").collect())
             count = self._spark(f"de-duplicating level {depth + 1}", new.count)
@@ -267,12 +270,13 @@ class SparkExplorer:
         if deadline is None:
             return self._expand_level(last, targets)
         sc = self.spark.sparkContext
-        group = f"rmqcheck-explore-{id(self)}-{last['depth']}"
-        sc.setJobGroup(group, f"rmqcheck explore: level {last['depth'] + 1}", interruptOnCancel=True)
+        tag = f"rmqcheck-explore-{id(self)}-level-{last['depth'] + 1}"  # this thread's jobs of this level only
+        sc.addJobTag(tag)
+        sc.setInterruptOnCancel(True)
 
         def cut() -> None:
             flag.set()
-            sc.cancelJobGroup(group)
+            sc.cancelJobsWithTag(tag)
 
         timer = threading.Timer(max(deadline - time.perf_counter(), 0.0), cut)
         timer.start()
@@ -284,11 +288,14 @@ class SparkExplorer:
             raise
         finally:
             timer.cancel()
+            sc.removeJobTag(tag)
+            sc.setInterruptOnCancel(False)
 
     def _await_cancelled_tasks(self, seconds: float = 60.0) -> None:
         """Wait (a while at most) until the executors have killed the cancelled tasks, so that
-        none still writes into the level's folder once it is removed, and stopping Spark then
-        does not cut them off mid-request."""
+        stopping Spark does not cut them off mid-request and few still write into the level's
+        folder when it is removed (what a late one writes there is harmless: a level without its
+        done mark is removed before it is expanded again)."""
         tracker = self.spark.sparkContext._jsc.sc().statusTracker()
         end = time.perf_counter() + seconds
         while time.perf_counter() < end and sum(e.numRunningTasks() for e in tracker.getExecutorInfos()):

@@ -35,6 +35,12 @@ OUT_DDL = "kind string, inv string, msg string, parent long, action string, fp l
 IO_ERROR = "rmqcheck work directory"  # how a worker's failed read or write starts, for the driver to find
 
 
+def io_error_reason(text: str) -> str | None:
+    """What follows IO_ERROR in `text` (an OSError's message, or Spark's error that quotes one)."""
+    line = next((line for line in text.splitlines() if IO_ERROR in line), None)
+    return None if line is None else line[line.index(IO_ERROR) + len(IO_ERROR) + 2:].strip()[:400]
+
+
 class Job(NamedTuple):
     """What a worker needs to build the search space: the same as the local explorer's."""
 
@@ -73,6 +79,8 @@ def load_states(path: Path) -> list[tuple]:
             rows = pickle.load(f)
     except OSError as exc:
         raise OSError(f"{IO_ERROR}: cannot read {path}: {exc.strerror or exc}") from None
+    except MemoryError:
+        raise
     except Exception as exc:  # cut short or overwritten: pickle raises many kinds
         raise OSError(f"{IO_ERROR}: cannot read {path}: not a whole file of states "
                       f"({type(exc).__name__}: {str(exc)[:100]})") from None
@@ -115,6 +123,9 @@ class Files(NamedTuple):
     frontier: tuple[str, ...]  # the level's frontier files; task i expands file i
     candidates: str  # the folder of candidate files, one per task
     next_frontier: str  # the folder of the next level's frontier files
+
+    def candidate(self, src: int) -> Path:
+        return Path(self.candidates) / f"{src:05d}.pkl"
 
 
 def expand(job: Job, depth: int, targets: frozenset[str], files: Files, batches: Iterator[pa.RecordBatch],
@@ -159,7 +170,7 @@ def expand(job: Job, depth: int, targets: frozenset[str], files: Files, batches:
                         kept = best.get(k)
                         if kept is None or (fp, action) < kept[:2]:
                             best[k] = (fp, action, n, sets.after(a) if sets else explore.NO_SLEEP)
-                save_states(Path(files.candidates) / f"{src:05d}.pkl", [(k, n, z) for k, (_, _, n, z) in best.items()])
+                save_states(files.candidate(src), [(k, n, z) for k, (_, _, n, z) in best.items()])
                 tally = {"transitions": transitions, "pruned": pruned, "slept": slept, "actions": coverage.actions,
                          "hashes": hashes(),
                          "reached": [w.name for w in WITNESSES if w.applies(job.cfg) and w not in coverage.pending]}
@@ -173,26 +184,36 @@ def expand(job: Job, depth: int, targets: frozenset[str], files: Files, batches:
 def select(files: Files, chunk: int, depth: int, batches: Iterator[pa.RecordBatch],
            fail_once: str | None = None) -> Iterator[pa.RecordBatch]:
     """The next frontier: each new state (fingerprint, the task that produced it) copied from
-    that task's candidate file into frontier files of at most `chunk` states, named after the
-    task so that a retry writes the same files. One row (file, states) per file written."""
+    that task's candidate file into frontier files of `chunk` states (the last fewer), named
+    after this task's first source so that a retry writes the same files. One row (file, states)
+    per file written."""
     _injected_failure(fail_once, f"{depth}-select")
     wanted: dict[int, set[int]] = defaultdict(set)
     for b in batches:
         for fp, src in zip(b.column("fp").to_pylist(), b.column("src").to_pylist()):
             wanted[src].add(fp)
     written: list[dict] = []
+
+    def write(rows: list[tuple]) -> None:
+        path = Path(files.next_frontier) / f"{min(wanted):05d}-{len(written):04d}.pkl"
+        save_states(path, rows)
+        written.append({"file": path.name, "states": len(rows)})
+
+    pool: list[tuple] = []
     with _NoGC():
         for src in sorted(wanted):
             fps = wanted[src]
-            rows = [r for r in load_states(Path(files.candidates) / f"{src:05d}.pkl") if r[0] in fps]
+            rows = [r for r in load_states(files.candidate(src)) if r[0] in fps]
             if len(rows) != len(fps):
-                raise RuntimeError(f"{files.candidates}/{src:05d}.pkl holds {len(rows)} of its {len(fps)} new states")
-            for j in range(0, len(rows), chunk):
-                path = Path(files.next_frontier) / f"{src:05d}-{j // chunk:04d}.pkl"
-                save_states(path, rows[j:j + chunk])
-                written.append({"file": path.name, "states": len(rows[j:j + chunk])})
+                raise OSError(f"{IO_ERROR}: cannot read {files.candidate(src)}: it holds {len(rows)} of its "
+                              f"{len(fps)} new states")
+            pool += rows
+            while len(pool) >= chunk:
+                write(pool[:chunk])
+                pool = pool[chunk:]
+        if pool:
+            write(pool)
     yield pa.RecordBatch.from_pylist(written, schema=pa.schema([("file", pa.string()), ("states", pa.int64())]))
-
 
 
 def hashes() -> str:
