@@ -16,18 +16,17 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import resource
 import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search.distributed import SparkExplorer, stable_python
+from rmqcheck.processes import workers
 from rmqcheck.traces.spark import session
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -51,8 +50,8 @@ def local_run(depth: int) -> tuple[tuple[int, ...], int, float, float, float]:
     """The local explorer to `depth`, in a child process so that this one's peak memory stays the
     Spark driver's: (states per depth, states, seconds, states/s over the run, new states/s on the
     deepest level)."""
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
-        return pool.submit(_local_run, depth).result()
+    with workers(1) as pool:
+        return pool.apply(_local_run, (depth,))
 
 
 def _local_run(depth: int) -> tuple[tuple[int, ...], int, float, float, float]:
