@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test hunt bench bench-spark bench-explore-spark java jdk chromium matrix bugs report clean lower-bounds constraints
+.PHONY: run test test-fast hunt bench bench-spark bench-explore-spark java jdk chromium matrix bugs report clean lower-bounds constraints
 
 # Create the virtual environment if missing and install everything at the versions of
 # constraints.txt (pyproject.toml has the ranges a user's `pip install rmqcheck` accepts).
@@ -68,9 +68,16 @@ run: $(STAMP) java
 	@$(MAKE) --no-print-directory jdk || echo "(the check job skips conformance without them)"
 	$(BIN)/rmqcheck check
 
-# The whole test suite (long hunts and benchmarks are behind `make hunt` / `make bench`).
+# The whole test suite (long hunts and benchmarks are behind `make hunt` / `make bench`), on
+# both cores: pytest-xdist, a test module a worker at a time (so a module's JVM or Spark
+# session starts once). docs/performance.md has the figures.
+TEST_WORKERS ?= 2
 test: $(STAMP) java jdk chromium
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+# The edit-run loop: unit tests and scenarios, no JVM, no Spark, nothing slow (under 2 minutes).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slow and not bench and not heavy"
 
 # Every bug toggle hunted with the budget of the acceptance check, plus a long hunt of the
 # intended baseline.

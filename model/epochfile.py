@@ -310,12 +310,33 @@ def validated_entries(entries: Sequence[Any], name: str) -> tuple[Entry, ...]:
     return tuple(out)
 
 
+def consistent_point_indexed(
+    local: Sequence[tuple[int, int, int]], master: Sequence[tuple[int, int, int]], search: Search = FAITHFUL
+) -> int:
+    """`consistent_point` on integers in linear time, for long epoch files (validation of a
+    recorded store set). The same answer: the fold's last hit is the highest (or, walking up,
+    the lowest) local entry that matches some master entry, against the last master entry it
+    matches; so index the master's entries by what a match compares and walk the local ones
+    once. A Hypothesis test (tests/test_epochfile.py) holds the two forms equal."""
+    def key(e: int, s: int) -> Any:
+        return (e, s) if search.match == "both" else e if search.match == "epoch" else s
+
+    last = {key(e, s): end for e, s, end in master}  # a later master entry overrides, as in the fold
+    order = reversed(local) if search.highest_first else local
+    for e, s, end in order:
+        master_end = last.get(key(e, s))
+        if master_end is not None:
+            return _combine(end, master_end, search.end, INT_OPS)
+    return -1
+
+
 def find_consistent_point(
     local: Sequence[Entry],
     local_max_offset: int,
     master: Sequence[Entry],
     master_max_offset: int,
     search: Search = FAITHFUL,
+    indexed: bool = False,
 ) -> int:
     """What `AutoSwitchHAClient.doTruncate` computes: build both caches, set each last end to
     its max offset (only if start <= max, as setLastEpochEntryEndOffset does), then
@@ -323,10 +344,14 @@ def find_consistent_point(
 
     `local` and `master` are (epoch, start_offset) pairs in ascending epoch order; a list whose
     epochs or start offsets do not strictly increase raises ValueError naming the entry.
-    `search` selects a wrong variant (see `Search`); the default is the code.
+    `search` selects a wrong variant (see `Search`); the default is the code. `indexed` computes
+    the same point in linear time (`consistent_point_indexed`) instead of with the proofs' fold.
     """
     loc = validated_entries(local, "local")
     mas = validated_entries(master, "master")
     local_max_offset = operator.index(local_max_offset)
     master_max_offset = operator.index(master_max_offset)
+    if indexed:
+        return consistent_point_indexed(truncation_view(loc, INF, local_max_offset),
+                                        truncation_view(mas, INF, master_max_offset), search)
     return truncation_point(loc, INF, local_max_offset, mas, master_max_offset, INT_OPS, search)

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from rmqcheck.outputs import write_atomically
+from rmqcheck.outputs import OutputError, write_atomically
 
 SCHEMA_VERSION = 1
 SCHEMA = Path(__file__).with_name("summary.schema.json")
@@ -149,10 +149,15 @@ class Results:
 
 
 def write_all(results: Results, status: int, junit: Path | None, summary_json: Path | None) -> None:
-    if junit is not None:
-        write_atomically(junit, results.junit(status))
-    if summary_json is not None:
-        write_atomically(summary_json, json.dumps(results.summary(status), indent=1) + "\n")
+    """The results for CI; OutputError naming the option and path of one that cannot be written."""
+    for option, path, text in (("--junit", junit, lambda: results.junit(status)),
+                               ("--summary-json", summary_json,
+                                lambda: json.dumps(results.summary(status), indent=1) + "\n")):
+        if path is not None:
+            try:
+                write_atomically(path, text())
+            except OSError as exc:
+                raise OutputError(f"{option} {path}: cannot be written: {exc.strerror or exc}") from None
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         with open(step_summary, "a", encoding="utf-8") as f:

@@ -12,21 +12,38 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import signal
 import sys
 from typing import Sequence
 
-from rmqcheck import __version__
-from rmqcheck.checkers.counterexamples.files import CounterexampleError
-from rmqcheck.commands import COMMANDS
-from rmqcheck.commands.common import UsageError
-from rmqcheck.model.configs import ConfigError
-from rmqcheck.outputs import OutputError, check_output
-from rmqcheck.report import ci
+
+def _interrupted_while_loading(signum, frame):
+    """Ctrl-C during the imports below (a second or two): one line, as later, not a traceback."""
+    sys.stderr.write("rmqcheck: interrupted\n")
+    raise SystemExit(130)
+
+
+try:
+    _default_sigint = signal.signal(signal.SIGINT, _interrupted_while_loading)
+except ValueError:  # imported outside the main thread: nothing to install
+    _default_sigint = None
+
+from rmqcheck import __version__  # noqa: E402
+from rmqcheck.checkers.counterexamples.files import CounterexampleError  # noqa: E402
+from rmqcheck.commands import COMMANDS  # noqa: E402
+from rmqcheck.commands.common import UsageError  # noqa: E402
+from rmqcheck.model.configs import ConfigError  # noqa: E402
+from rmqcheck.outputs import OutputError, check_output, check_roles  # noqa: E402
+from rmqcheck.report import ci  # noqa: E402
+
+if _default_sigint is not None:
+    signal.signal(signal.SIGINT, _default_sigint)
 
 
 EXIT_STATUSES = {
     0: "nothing violated",
-    1: "a violation was found and written (or reproduced)",
+    1: "a violation was found and written (or reproduced); replay: also a file's violation not reproduced "
+       "(unless --expect-fixed)",
     2: "bad usage or bad input (a message names the file, the line or record, and what is wrong)",
     130: "interrupted (Ctrl-C: one line, no partial output)",
 }
@@ -39,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         c = sub.add_parser(command.NAME, help=command.HELP)
         command.add_arguments(c)
-        c.set_defaults(func=command.run)
+        c.set_defaults(func=command.run, command_module=command)
     return p
 
 
@@ -95,6 +112,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args.results = ci.Results(args.command, argv)
     judging = hasattr(args, "junit")
     try:
+        _check_roles(args, judging)
         outputs = (check_output(args.junit, "--junit"), check_output(args.summary_json, "--summary-json")) \
             if judging else (None, None)
     except OutputError as exc:
@@ -112,10 +130,32 @@ def _main(argv: Sequence[str] | None) -> int:
     if judging:
         try:
             ci.write_all(args.results, status, *outputs)
-        except OSError as exc:
-            print(f"rmqcheck: error: cannot write the results: {exc}", file=sys.stderr)
+        except OutputError as exc:
+            print(f"rmqcheck: error: {exc}", file=sys.stderr)
             return 2
     return status
+
+
+def _check_roles(args, judging: bool) -> None:
+    """No output that is an input too, and no path named by two outputs (rmqcheck/outputs.py).
+    A command names its roles by option: OUTPUTS (files or folders it writes), INPUTS (what it
+    reads; a positional argument by its name), REPLACED (output folders replaced whole) and
+    READ_WHOLE (input folders whose every file is read)."""
+    command = args.command_module
+
+    def values(option: str):
+        value = getattr(args, option.lstrip("-").replace("-", "_"), None)
+        label = option if option.startswith("-") else "input"
+        for v in value if isinstance(value, list) else [value]:
+            yield label, v
+
+    outputs = [pair for o in getattr(command, "OUTPUTS", ()) for pair in values(o)]
+    if judging:
+        outputs += [("--junit", args.junit), ("--summary-json", args.summary_json)]
+    inputs = [(label, v) for o in getattr(command, "INPUTS", ()) for label, v in values(o)
+              if v is not None and os.path.exists(v)]
+    read_whole = ["input" if not o.startswith("-") else o for o in getattr(command, "READ_WHOLE", ())]
+    check_roles(outputs, inputs, getattr(command, "REPLACED", ()), read_whole)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ request sequence starts by resetting the controller and the epoch caches it uses
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rmqcheck.checkers.java import build
@@ -30,7 +32,41 @@ def ha_driver():
         yield d
 
 
+# `make test-fast` (the edit-run loop) leaves out what starts a JVM or Spark, builds or installs
+# rmqcheck, or takes more than a couple of seconds: marked `heavy` here by module and fixture,
+# elsewhere by hand (@pytest.mark.heavy). `make test` runs everything.
+HEAVY_MODULES = {"test_distributed", "test_spark_cluster", "test_java_record", "test_java_mutants", "test_java_driver",
+                 "test_java_lockstep", "test_ci_docs", "test_packaging", "test_conform_logic", "test_pytest_plugin",
+                 "test_report", "test_fuzz"}
+HEAVY_FIXTURES = {"driver", "ha_driver", "classpath", "spark", "wheel", "github_run", "fresh_venv"}
+
+
+def pytest_itemcollected(item):
+    module = getattr(getattr(item, "module", None), "__name__", "")
+    if module in HEAVY_MODULES or HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())) \
+            or getattr(item, "path", None) is not None and item.path.parent.name == "conform":
+        item.add_marker(pytest.mark.heavy)
+
+
 pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs pytest on scenario folders
+
+
+def once(tmp_path_factory, name: str, make):
+    """`make(folder)` run once for the whole test run, its JSON-able result shared: by every
+    pytest-xdist worker (`make test` runs two), under a lock in the folder they share."""
+    import fcntl
+    import json
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done = root / name, root / f"{name}.json"
+    with open(root / f"{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            done.write_text(json.dumps(make(folder)))
+        return json.loads(done.read_text())
 
 
 @pytest.fixture(scope="session")
@@ -40,8 +76,44 @@ def wheel(tmp_path_factory):
     import sys
     from pathlib import Path
 
-    dist = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w",
-                    str(dist), str(Path(__file__).resolve().parents[1])], check=True, cwd=dist, capture_output=True)
-    built, = dist.glob("rmqcheck-*.whl")
-    return built
+    def make(dist):
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w",
+                        str(dist), str(Path(__file__).resolve().parents[1])], check=True, cwd=dist, capture_output=True)
+        built, = dist.glob("rmqcheck-*.whl")
+        return str(built)
+
+    return Path(once(tmp_path_factory, "wheel", make))
+
+
+@pytest.fixture(scope="session")
+def github_run(tmp_path_factory, wheel):
+    """docs/ci.md's GitHub workflow, run once on a clean checkout of the fork (tests/ci_workflow.py)."""
+    from ci_workflow import GithubRun, run_github_workflow
+
+    def make(folder):
+        run = run_github_workflow(folder, wheel)
+        return [str(run.checkout), run.env, str(run.step_summary)]
+
+    checkout, env, step_summary = once(tmp_path_factory, "github-run", make)
+    return GithubRun(Path(checkout), env, Path(step_summary))
+
+
+@pytest.fixture(scope="session")
+def fresh_venv(tmp_path_factory, wheel, request):
+    """A new virtual environment with the wheel installed by pip from its own ranges (the
+    constraints only keep pip to the versions in its cache): the workflow's, when it runs here."""
+    import subprocess
+    import sys
+
+    if build.shared_tree() is not None:
+        return request.getfixturevalue("github_run").checkout / ".rmqcheck-venv"
+
+    def make(folder):
+        venv = folder / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-c",
+                        str(Path(__file__).resolve().parents[1] / "constraints.txt"), str(wheel)],
+                       check=True, capture_output=True)
+        return str(venv)
+
+    return Path(once(tmp_path_factory, "fresh-venv", make))

@@ -42,6 +42,7 @@ def test_a_failing_hunt_is_a_failed_case_naming_the_invariant_the_file_and_the_r
     assert main(["replay", str(cx), "--quiet"]) == 1  # the replay command named reproduces it
 
 
+@pytest.mark.heavy
 def test_a_clean_hunt_is_a_passed_case(tmp_path, capsys):
     assert main(["hunt", "--intended", "--budget", "2", "--junit", str(tmp_path / "j.xml"),
                  "--summary-json", str(tmp_path / "s.json")]) == 0
@@ -58,6 +59,7 @@ def test_prove_is_a_case_per_proof_and_an_unknown_one_is_refused(tmp_path, capsy
     assert "unknown property or variant ['P1']" in capsys.readouterr().err
 
 
+@pytest.mark.heavy
 def test_explore_is_a_case_per_invariant_and_a_promised_violation_fails(tmp_path, capsys):
     """recovery-controller keeps the snapshot's recovery defects on: R1, R4 and R5 break."""
     argv = ["explore", "--config", "recovery-controller", "--out", str(tmp_path), "--summary-json",
@@ -153,6 +155,7 @@ def _rmqcheck(*argv: str, env: dict, terminal: bool) -> bytes:
     return data
 
 
+@pytest.mark.heavy
 def test_one_progress_bar_with_rate_and_eta_on_a_terminal_and_none_in_ci_logs():
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "GITLAB_CI")}
     on_terminal = _rmqcheck("hunt", "--intended", "--budget", "3", env=env, terminal=True)

@@ -231,6 +231,7 @@ def consistent_point_inputs(draw):
     return local, draw(st.integers(-1, 150)), master, draw(st.integers(-1, 150))
 
 
+@pytest.mark.heavy
 @settings(max_examples=3000, deadline=None, database=None, derandomize=True)
 @given(consistent_point_inputs())
 def test_matches_an_independent_transliteration_of_the_java(args):
@@ -258,3 +259,27 @@ def test_epochfile_is_a_value():
     g = ef.truncate_suffix_by_epoch(f, 2)
     assert f.entries == THREE and g is not f
     assert isinstance(f, EpochFile)
+
+
+SEARCHES = [ef.Search(h, m, e) for h in (True, False) for m in ("both", "epoch", "start")
+            for e in ("min", "max", "local", "master")]
+
+
+@settings(max_examples=2000, deadline=None, database=None, derandomize=True)
+@given(consistent_point_inputs(), st.sampled_from(SEARCHES))
+def test_the_linear_search_validation_uses_is_the_proofs_fold(args, search):
+    """traces/stores.py validates long epoch files with `consistent_point_indexed`; the model and
+    the proofs keep the fold (`consistent_point`). Equal on every input and every variant."""
+    local, lmax, master, mmax = args
+    views = ef.truncation_view(local, INF, lmax), ef.truncation_view(master, INF, mmax)
+    assert ef.consistent_point_indexed(*views, search) == ef.consistent_point(*views, search=search)
+    assert find_consistent_point(*args, search=search, indexed=True) == find_consistent_point(*args, search=search)
+
+
+def test_the_linear_search_can_fail():
+    """The equivalence above can fail: a linear search that walks up instead of down (a mutant)
+    answers differently on an input the strategy draws."""
+    local = master = [(1, 0), (2, 10)]
+    views = ef.truncation_view(local, INF, 20), ef.truncation_view(master, INF, 30)
+    assert ef.consistent_point(*views) == ef.consistent_point_indexed(*views) == 20
+    assert ef.consistent_point_indexed(*views, ef.Search(highest_first=False)) == 10

@@ -42,6 +42,7 @@ def tiny():
     return ex, ex.run()
 
 
+@pytest.mark.heavy
 def test_the_intended_baseline_holds_exhaustively_on_a_tiny_configuration(tiny):
     ex, r = tiny
     assert r.exhaustive and r.stopped == "exhausted"
@@ -72,6 +73,7 @@ def test_failover_with_truncation_takes_std3_and_a_second_message():
         s = n
 
 
+@pytest.mark.heavy
 def test_a_crash_configuration_reaches_a_lone_master_crash():
     r = Explorer(CRASH).run()
     assert r.exhaustive and "lone_master_crash" not in r.coverage.unreached()
@@ -102,6 +104,7 @@ def test_breadth_first_counterexamples_are_shortest_and_replay():
     assert reproduces(cfg, hit.actions, "I2") == len(hit.actions)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("toggle", ["ack_uses_local_sss_only", "on_become_master_sss_self_only"])
 def test_explore_hunts_are_no_longer_than_the_stateful_checkers(toggle):
     from rmqcheck.model import configs
@@ -115,6 +118,7 @@ def test_explore_hunts_are_no_longer_than_the_stateful_checkers(toggle):
     assert reproduces(found.cfg, found.hit.actions, found.hit.invariant) is not None
 
 
+@pytest.mark.heavy
 def test_a_search_run_in_slices_ends_as_one_run_and_stops_on_request():
     whole = Explorer(CRASH).run()
     search = Explorer(CRASH).search()
@@ -170,6 +174,7 @@ def _time_view_mismatches(cfg: Config, key) -> int:
     return bad
 
 
+@pytest.mark.heavy
 def test_the_time_view_identifies_only_states_with_the_same_futures():
     cfg = Config(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), faults=NO_FAULTS._replace(crashes=1, heartbeat_timeouts=1))
     assert _time_view_mismatches(cfg, lambda s: timeless(s, cfg)) == 0
@@ -187,6 +192,7 @@ def _tie_election(pre, action, cfg) -> bool:
     return len(set(keys)) < len(keys)
 
 
+@pytest.mark.heavy
 def test_rules_treat_broker_ids_alike_except_exact_tie_elections():
     cfg = Config(brokers=3, all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), faults=NO_FAULTS._replace(crashes=1))
     group = symmetries(cfg)
@@ -273,6 +279,7 @@ def test_walks_of_the_intended_baseline_find_nothing():
 # --- liveness -------------------------------------------------------------------------------------
 
 
+@pytest.mark.heavy
 def test_liveness_holds_on_the_faithful_model():
     for cfg, bounds in ((CRASH, Bounds()), (TINY, TINY_BOUNDS)):
         r = liveness.check(cfg, bounds)

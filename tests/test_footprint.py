@@ -76,6 +76,7 @@ def levels(name: str, depth: int, symmetry: bool, sleep: bool) -> explore.Result
     return explore.Explorer(std.cfg, std.bounds._replace(max_depth=depth, symmetry=symmetry, sleep_sets=sleep)).run()
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name,depth,symmetry", [("std2", 12, False), ("std3", 9, True), ("std3", 8, False)])
 def test_sleep_sets_reach_every_state_at_its_depth(name, depth, symmetry):
     plain, reduced = levels(name, depth, symmetry, False), levels(name, depth, symmetry, True)
@@ -85,6 +86,7 @@ def test_sleep_sets_reach_every_state_at_its_depth(name, depth, symmetry):
     assert reduced.transitions + reduced.slept == plain.transitions
 
 
+@pytest.mark.heavy
 def test_wrong_footprints_lose_states(monkeypatch):
     """The level comparison can fail: with that same wrong footprint, sleep sets skip steps
     whose states no other order reaches."""
@@ -115,6 +117,7 @@ def same_shortest(toggle: str) -> None:
     assert reproduces(found.cfg, list(hit.actions), inv) is not None
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("toggle", QUICK)
 def test_toggles_explore_finds_are_found_with_sleep_sets(toggle):
     same_shortest(toggle)

@@ -936,6 +936,7 @@ def _config(seed, ops, verb, hunt_args):
         judge(ran, [path])
 
 
+@pytest.mark.heavy
 @settings(max_examples=100, **COMMON)
 @given(seed=st.sampled_from(sorted(CONFIG_SEEDS)), ops=_config_ops, verb=st.sampled_from(["hunt", "simulate"]))
 def test_config_json(seed, ops, verb):
@@ -950,3 +951,98 @@ def test_config_json_slow(seed, ops, verb):
     """As test_config_json, with hunt's default (stateful) method and `--budget 1`: a hunt that
     overruns its budget by far (WATCHDOG) fails as a hang."""
     _config(seed, ops, verb, hunt_args=("--budget", "1"))
+
+
+# --- output paths (issue 40) -------------------------------------------------------------------------
+#
+# Every output option of a verb gets a path drawn from a pool of the careless and the hostile: an
+# input of the same command, a symbolic link to it, a character or block device (nodes of our own,
+# made as root; /dev/null otherwise), a folder, a file that exists, a link to nothing, a path below a
+# file, or the path another output option was given. The oracle: no input changes, no special file or
+# link changes type, and the exit status is 0, 1 or 2 with a message.
+
+OUTPUT_KINDS = ("new", "existing", "input", "input_link", "link", "dangling", "char", "block", "folder",
+                "below_file", "corpus", "same")
+VERBS = {
+    "validate": ("--violations", "--rejected", "--junit", "--summary-json"),
+    "hunt": ("--out", "--junit", "--summary-json"),
+    "simulate": ("--out",),
+    "report": ("--out",),
+}
+
+
+def _pool(d: Path) -> dict[str, Path]:
+    import os
+    import stat
+
+    corpus = d / "corpus"
+    corpus.mkdir()
+    (corpus / "part-00000.ndjson").write_bytes(SEEDS[0].ndjson)
+    (corpus / "cx.scn").write_bytes((ROOT / "scenarios" / SCENARIOS[0]).read_bytes())
+    (d / "existing.txt").write_text("keep")
+    (d / "folder").mkdir()
+    (d / "folder" / "inside.txt").write_text("keep")
+    (d / "input_link").symlink_to(corpus / "part-00000.ndjson")
+    (d / "link").symlink_to(d / "existing.txt")
+    (d / "dangling").symlink_to(d / "nowhere" / "x")
+    pool = {"new": d / "new.out", "existing": d / "existing.txt", "input": corpus / "part-00000.ndjson",
+            "input_link": d / "input_link", "link": d / "link", "dangling": d / "dangling", "folder": d / "folder",
+            "below_file": d / "existing.txt" / "x", "corpus": corpus, "char": Path(os.devnull), "block": None}
+    if os.geteuid() == 0:
+        os.mknod(d / "char", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.mknod(d / "block", 0o600 | stat.S_IFBLK, os.makedev(7, 200))
+        pool["char"], pool["block"] = d / "char", d / "block"
+    return pool
+
+
+def _kinds(pool: dict[str, Path | None]) -> dict[Path, str]:
+    """What each existing path of the pool is (links not followed), to compare after the run."""
+    import stat
+
+    out = {}
+    for p in pool.values():
+        if p is not None and (p.exists() or p.is_symlink()):
+            mode = p.lstat().st_mode
+            out[p] = next(name for test, name in ((stat.S_ISLNK, "link"), (stat.S_ISCHR, "char"),
+                                                 (stat.S_ISBLK, "block"), (stat.S_ISFIFO, "fifo"),
+                                                 (stat.S_ISDIR, "folder"), (stat.S_ISREG, "file")) if test(mode))
+    return out
+
+
+def _inputs(d: Path, verb: str) -> dict[Path, bytes]:
+    """The files `verb` reads: every file of the corpus (validate), its counterexample (report)."""
+    files = {"validate": (d / "corpus").rglob("*"), "report": [d / "corpus" / "cx.scn"]}.get(verb, [])
+    return {p: p.read_bytes() for p in files if p.is_file()}
+
+
+def _outputs(verb, kinds, force):
+    with example_dir() as d:
+        pool = _pool(d)
+        chosen: list[Path] = []
+        argv: list[Any] = [verb]
+        for option, kind in zip(VERBS[verb], kinds):
+            path = chosen[-1] if kind == "same" and chosen else pool[kind if kind != "same" else "new"]
+            if path is None:  # no block device without root
+                path = pool["new"]
+            chosen.append(path)
+            argv += [option, path]
+        if verb == "validate":
+            argv += [pool["corpus"], "--quiet"]
+        elif verb == "hunt":
+            argv += ["--method", "walk", "--budget", "0.2"]
+        elif verb == "simulate":
+            argv += ["--runs", "2", "--steps", "10", *(["--force"] if force else [])]
+        else:
+            argv += ["--counterexamples", pool["corpus"] / "cx.scn"]
+        note(f"outputs: {list(zip(VERBS[verb], kinds))}")
+        before_kinds, before = _kinds(pool), _inputs(d, verb)
+        ran = cli(argv)
+        judge(ran, [*chosen, pool["corpus"]])
+        assert _inputs(d, verb) == before, "an input changed"
+        after = _kinds(pool)
+        assert {p: after.get(p) for p in before_kinds} == before_kinds, "a special file, link or folder changed type"
+
+
+test_output_paths, test_output_paths_slow = fuzz(
+    60, 600, verb=st.sampled_from(sorted(VERBS)), kinds=st.lists(st.sampled_from(OUTPUT_KINDS), min_size=4, max_size=4),
+    force=st.booleans())(_outputs)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from rmqcheck.model import configs
 from rmqcheck.checkers.search import liveness
 from rmqcheck.checkers.counterexamples.files import read
@@ -87,6 +89,7 @@ def test_each_toggle_declares_the_invariants_its_scenarios_show():
         assert set(t.catches) == killed[t.name], t.name
 
 
+@pytest.mark.heavy
 def test_the_epoch_start_expand_guard_never_decides_in_the_snapshot():
     """The 'slave reached the current epoch's start' expand condition came with the first
     expansion code (#4355), when confirmOffset could lag an epoch's start. With the snapshot's

@@ -4,6 +4,8 @@ without --force; an output path that cannot be written is refused before any wor
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from rmqcheck import outputs
@@ -78,9 +80,10 @@ def test_an_output_folder_with_files_is_refused_and_force_replaces_it_whole(tmp_
     assert main(["simulate", "--runs", "2", "--out", str(out)]) == 2
     assert "already holds 3 entries" in capsys.readouterr().err and len(list(out.glob("part-*"))) == 3
     assert main(["simulate", "--runs", "2", "--out", str(out), "--force"]) == 0
-    assert [p.name for p in out.iterdir()] == ["part-00000.ndjson"]
+    assert sorted(p.name for p in out.iterdir()) == [outputs.MANIFEST, "part-00000.ndjson"]
 
 
+@pytest.mark.heavy
 def test_an_interrupted_file_write_leaves_the_earlier_file(tmp_path, capsys, monkeypatch):
     page = tmp_path / "r.html"
     page.write_text("earlier")
@@ -89,6 +92,7 @@ def test_an_interrupted_file_write_leaves_the_earlier_file(tmp_path, capsys, mon
     assert page.read_text() == "earlier" and not leftovers(tmp_path)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("argv,message", [
     (["simulate", "--runs", "1", "--out", "FILE"], "--out FILE: is a file, not a folder"),
     (["simulate", "--runs", "1", "--out", "FILE/below"], "--out FILE/below: FILE is not a directory"),
@@ -145,3 +149,139 @@ def test_ctrl_c_during_a_run_of_worker_processes_is_one_line_and_no_output(tmp_p
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err == "rmqcheck: interrupted\n", err
     assert not out.exists() and not leftovers(tmp_path)
+
+
+# --- outputs never destroy (issue 40) --------------------------------------------------------------
+
+
+def device(tmp_path, kind: str):
+    """A character device (the null device's numbers) or block device node of our own under
+    tmp_path, so a regression replaces it and not the machine's; made as root only."""
+    import os
+    import stat
+
+    if os.geteuid() != 0:
+        pytest.skip("making a device node needs root")
+    node = tmp_path / f"{kind}dev"
+    os.mknod(node, 0o666 | (stat.S_IFCHR if kind == "char" else stat.S_IFBLK), os.makedev(1, 3) if kind == "char"
+             else os.makedev(7, 200))
+    return node
+
+
+def corpus(tmp_path):
+    c = tmp_path / "corpus"
+    assert main(["simulate", "--runs", "2", "--out", str(c)]) == 0
+    return c
+
+
+def test_a_character_device_is_written_through_and_stays_a_device(tmp_path, capsys):
+    """As root, `--summary-json /dev/null` had replaced /dev/null with a JSON file."""
+    import stat
+
+    node = device(tmp_path, "char")
+    assert main(["validate", str(corpus(tmp_path)), "--summary-json", str(node), "--junit", str(node),
+                 "--violations", str(tmp_path / "v.ndjson")]) == 0
+    assert stat.S_ISCHR(node.stat().st_mode) and not leftovers(tmp_path)
+
+
+def test_a_fifo_is_written_through_and_stays_a_fifo(tmp_path, capsys):
+    import os
+    import stat
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    assert main(["validate", str(corpus(tmp_path)), "--summary-json", str(fifo),
+                 "--violations", str(tmp_path / "v.ndjson")]) == 0
+    reader.join(30)
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and '"command": "validate"' in got[0]
+
+
+def test_a_symbolic_link_is_followed_and_stays_a_link(tmp_path, capsys):
+    target, link = tmp_path / "real.json", tmp_path / "link.json"
+    link.symlink_to(target.name)  # dangling: the target is made
+    assert main(["validate", str(corpus(tmp_path)), "--summary-json", str(link),
+                 "--violations", str(tmp_path / "v.ndjson")]) == 0
+    assert link.is_symlink() and '"command": "validate"' in target.read_text()
+
+
+def test_a_block_device_is_refused_before_the_work(tmp_path, capsys):
+    import stat
+
+    node = device(tmp_path, "block")
+    assert main(["validate", str(corpus(tmp_path)), "--summary-json", str(node)]) == 2
+    assert "is a block device, not a file" in capsys.readouterr().err and stat.S_ISBLK(node.stat().st_mode)
+
+
+def test_nothing_is_renamed_over_a_path_that_is_not_a_regular_file(tmp_path):
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(outputs.OutputError, match="not a regular file"):
+        outputs.write_atomically(tmp_path / "dir", "x")
+    assert (tmp_path / "dir").is_dir()
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["validate", "X", "--violations", "X"], "--violations X is the input X"),
+    (["validate", "X", "--violations", "DOTX"], "--violations DOTX is the input X"),
+    (["validate", "CORPUS", "--violations", "A", "--rejected", "A"], "--violations A and --rejected A name the same file"),
+    (["validate", "CORPUS", "--junit", "A", "--summary-json", "A"], "--junit A and --summary-json A name the same file"),
+    (["hunt", "--budget", "1", "--out", "A", "--summary-json", "A"], "--out A and --summary-json A name the same file"),
+    (["report", "--matrix", "M", "--out", "M"], "--out M is the input --matrix M"),
+    (["simulate", "--out", "CORPUS", "--force", "--config", "CORPUS/cfg.json"], "--out CORPUS holds the input --config"),
+])
+def test_an_output_that_is_an_input_or_named_twice_is_refused_before_any_work(tmp_path, capsys, argv, message):
+    """`validate X.ndjson --violations X.ndjson` emptied the input trace and exited 0."""
+    c = corpus(tmp_path)
+    x = tmp_path / "X"
+    x.write_bytes((c / "part-00000.ndjson").read_bytes())
+    (tmp_path / "M").write_text("[]")
+    (c / "cfg.json").write_text("{}")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    names = {"DOTX": f"{tmp_path}/./X", "CORPUS": str(c), "X": str(x), "A": str(tmp_path / "a"),
+             "M": str(tmp_path / "M")}
+    argv = [names.get(a, a).replace("CORPUS", str(c)) for a in argv]
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    message = re.sub(r"\b(DOTX|CORPUS|X|A|M)\b", lambda m: names[m[1]], message)
+    assert message in err, err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_force_replaces_only_rmqcheck_s_own_output(tmp_path, capsys):
+    """`simulate --out DIR --force` deleted everything in DIR, and `--out . --force` the working directory."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    (mine / "sub").mkdir()
+    (mine / "sub" / "data").write_text("keep")
+    assert main(["simulate", "--runs", "2", "--out", str(mine), "--force"]) == 2
+    err = capsys.readouterr().err
+    assert "no .rmqcheck-manifest.json; in the way: notes.txt, sub/data" in err
+    assert (mine / "notes.txt").read_text() == "keep"
+
+    out = corpus(tmp_path)
+    (out / "added.txt").write_text("keep")
+    assert main(["simulate", "--runs", "2", "--out", str(out), "--force"]) == 2
+    assert "not in its .rmqcheck-manifest.json: added.txt" in capsys.readouterr().err
+    (out / "added.txt").unlink()
+    assert main(["simulate", "--runs", "3", "--out", str(out), "--force"]) == 0
+
+
+def test_the_working_directory_is_never_an_output_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "keep").write_text("keep")
+    for out in (".", str(tmp_path.parent)):
+        assert main(["simulate", "--runs", "2", "--out", out, "--force"]) == 2
+        assert "is the working directory or holds it" in capsys.readouterr().err
+    assert (tmp_path / "keep").read_text() == "keep"
+
+
+def test_a_folder_nothing_can_be_made_in_is_refused_before_the_work(capsys):
+    """`simulate --out /proc/x` ended in a traceback (root may write anywhere but there)."""
+    assert main(["simulate", "--runs", "1", "--out", "/proc/rmqcheck-x"]) == 2
+    err = capsys.readouterr().err
+    assert "--out /proc/rmqcheck-x: /proc is not writable" in err and "Traceback" not in err

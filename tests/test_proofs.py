@@ -101,6 +101,7 @@ def test_unbounded_obligations_are_proved_and_not_vacuous():
         assert s.check() == z3.sat, name
 
 
+@pytest.mark.heavy
 def test_an_off_by_one_spec_is_not_proved_unbounded():
     """The final obligations can fail: claiming the offset at the point itself is safe is false.
     (A false quantified claim may come back unknown rather than refuted; either way not proved.)"""
@@ -128,6 +129,7 @@ def _as_z3(x):
     return proofs.Instance(side(x.local), side(x.master))
 
 
+@pytest.mark.heavy
 def test_z3_and_integer_readings_of_the_same_text_agree():
     """Differential: the point and each property's violation evaluated by Z3 on constants equal
     the Python evaluation (so the replay check means what the proof means)."""
@@ -146,6 +148,7 @@ def test_z3_and_integer_readings_of_the_same_text_agree():
                 assert z3.is_true(z3.simplify(zz)) == bool(py), (prop.id, x, search)
 
 
+@pytest.mark.heavy
 def test_prove_command_exits_0_and_writes_replayable_files(tmp_path, capsys):
     assert cli.main(["prove", "--out", str(tmp_path)]) == 0
     text = capsys.readouterr().out

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rmqcheck.checkers.counterexamples.files import read
 from rmqcheck.checkers.counterexamples.replay import replay
 from rmqcheck.model import controller as ctl
@@ -98,6 +100,7 @@ def narrowed_expand(b, slave, ack, cfg):
     return br.propose_sync_state_set(b, b.sss | {slave}, cfg)
 
 
+@pytest.mark.heavy
 def test_a_narrowed_offset_difference_is_caught_at_the_large_scale_only(monkeypatch):
     """At the small scale no offset difference reaches 2^31, so the mutant is the rule: on every
     call a guided hunt makes, it decides as the faithful rule does, and the hunt finds nothing.
@@ -126,6 +129,7 @@ def test_a_narrowed_offset_difference_is_caught_at_the_large_scale_only(monkeypa
     assert guided(scaled(small, "large"), seed=0, budget=5).hit is None
 
 
+@pytest.mark.heavy
 def test_the_large_scale_shows_the_snapshot_election_comparator(monkeypatch):
     """The snapshot's cast comparator elects the replica with less data once two candidates are
     more than 2 GiB apart: the finding elect_compares_by_subtraction, at the large scale. At the
@@ -153,6 +157,7 @@ def test_the_large_scale_shows_the_snapshot_election_comparator(monkeypatch):
 # --- the master's connection list -------------------------------------------------------------
 
 
+@pytest.mark.heavy
 def test_a_lingering_connection_is_what_lets_acks_count_twice():
     """acks_counted_per_connection is the snapshot's code, but only a slave with two connections
     in the master's list can show it: without lingering connections the toggle changes no state

@@ -103,6 +103,7 @@ def test_a_bad_recovery_scenario_names_the_file_and_line(tmp_path):
 # --- exhaustive exploration ----------------------------------------------------------------
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "cfg",
     [
@@ -125,6 +126,7 @@ def test_the_explorer_finds_the_snapshot_controller_mode_finding():
     assert len(r.hits["R5"].actions) == 3  # put, clean shutdown, restart
 
 
+@pytest.mark.heavy
 def test_explore_cli_writes_replayable_scenarios(tmp_path, capsys):
     from rmqcheck.cli import main
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rmqcheck.checkers.search import modes
 from rmqcheck.checkers.tables import rediscovery
 from rmqcheck.checkers.tables.rediscovery import Attempt, Measure, Subject
@@ -67,6 +69,7 @@ def test_not_found_toggles_are_listed_first():
     assert "missed_one" in lines[2] and "**NOT FOUND**" in lines[2] and "found_one" in lines[3]
 
 
+@pytest.mark.heavy
 def test_measure_finds_toggles_of_each_kind_and_writes_the_tables(tmp_path, capsys):
     readme = tmp_path / "README.md"
     readme.write_text("<!-- bugs:start -->\n<!-- bugs:end -->\n")
@@ -103,6 +106,7 @@ def test_a_mode_walk_finds_what_exploration_of_the_scenario_configuration_misses
     assert modes.replay(mode, cfg, w.shrunk).first("D7") is not None
 
 
+@pytest.mark.heavy
 def test_a_guided_walk_finds_a_toggle_behind_a_long_prefix():
     """received_epoch_survives_truncation needs a truncation, then a failover, then a rejoin:
     plain walks of 60 steps missed it on every seed in 60 s; guided walks keep the states on
@@ -124,6 +128,7 @@ def test_a_guided_walk_of_another_mode_finds_its_toggle():
     assert w is not None and modes.replay(mode, cfg, w.shrunk).first(w.invariant) is not None
 
 
+@pytest.mark.heavy
 def test_update_remeasures_some_toggles_and_methods_and_keeps_the_rest(tmp_path, capsys):
     earlier = [Measure("no_inactive_master_scan", "controller", "liveness", 300, (hit(0, 8.0, 12),)),
                Measure("ack_beyond_master_max", "classic", "explore", 300, (miss(0),)),

@@ -58,6 +58,7 @@ def test_the_checker_finds_a_toggle(toggle):
     assert finding.kind in (BUG_TOGGLE, SNAPSHOT_DEFECT) and toggle in finding.counterexample.depends_on
 
 
+@pytest.mark.heavy
 def test_the_snapshot_fails_the_durable_configuration_with_a_known_defect():
     cfg = configs.load("durable")  # the snapshot: its defects are on
     finding, _ = find(cfg, expected_ids(cfg), budget=20, seed=0)
@@ -65,6 +66,7 @@ def test_the_snapshot_fails_the_durable_configuration_with_a_known_defect():
     assert all(BY_NAME[d].in_snapshot for d in finding.counterexample.depends_on)
 
 
+@pytest.mark.heavy
 def test_runs_are_deterministic_given_the_seed():
     cfg = configs.with_bugs(configs.load("durable"), frozenset({"ack_uses_local_sss_only"}), snapshot=False)
     a = run_once(cfg, expected_ids(cfg), 0, "quick")  # seed 0: one whose quick run finds it

@@ -92,9 +92,10 @@ def _replay(c: _Columns, a: int, b: int) -> RunVerdict:
         expected_seq, seq, kind = i - a, c.seq[i], c.kind[i]
         if c.group[i] != group:
             return fail(matched, seq, f"group changes from {shown(group)} to {shown(c.group[i])} inside the run")
-        if seq != expected_seq:
-            what = "repeated" if seq < expected_seq else f"missing (next is seq {seq})"
-            return fail(matched, expected_seq, f"seq {expected_seq} {what}")
+        if seq < expected_seq:  # the record found repeats an earlier seq: name the one repeated
+            return fail(matched, seq, f"seq {seq} repeated (where seq {expected_seq} was expected)")
+        if seq > expected_seq:
+            return fail(matched, expected_seq, f"seq {expected_seq} missing (next is seq {seq})")
         if kind == RUN_END:
             if i != b - 1:
                 return fail(matched, seq + 1, "records after run_end")

@@ -33,9 +33,21 @@ class BadRecord(NamedTuple):
     where: str
     what: str
     raw: str  # the record as read (the line, or the Parquet row as JSON)
+    # (run, checks) whose verdict the skipped record may change, where nothing else reports the
+    # gap it leaves (an OpenChaos line; a trace's gap fails its run's conformance check instead)
+    affects: tuple[str, tuple[str, ...]] | None = None
 
-    def to_json(self) -> dict[str, str]:
-        return {"file": self.path, "where": self.where, "what": self.what, "raw": self.raw}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"file": self.path, "where": self.where, "what": self.what, "raw": self.raw}
+        if self.affects:
+            out["affects"] = {"run": self.affects[0], "checks": list(self.affects[1])}
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "BadRecord":
+        affects = data.get("affects")
+        return cls(data["file"], data["where"], data["what"], data["raw"],
+                   (affects["run"], tuple(affects["checks"])) if affects else None)
 
 
 Item = pa.RecordBatch | BadRecord

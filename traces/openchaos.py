@@ -64,19 +64,36 @@ def read_history(path: str, skip: bool = False) -> tuple[pa.Table, list[BadRecor
         raise TraceError(path, "file", f"cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise TraceError(path, "file", f"not UTF-8 text (byte {exc.start})") from None
+    skipped: set[str] = set()  # clients with a skipped line ("*": a line naming no client)
     for n, line in enumerate(lines, start=1):
         try:
-            _record(path, run, n, line, rows, pending)
+            _record(path, run, n, line, rows, pending, skipped)
         except TraceError as exc:
             if not skip:
                 raise
-            bad.append(BadRecord(path, exc.where, exc.what, line))
+            client = line.split("\t", 1)[0]
+            skipped.add(client if client.isdigit() else "*")
+            bad.append(BadRecord(path, exc.where, exc.what, line, (run, _affected(line))))
     rows += pending.values()  # enqueues whose response never came: outcome unknown
     return pa.Table.from_pylist(rows, schema=h.SCHEMA), bad
 
 
-def _record(path: str, run: str, n: int, line: str, rows: list[dict[str, Any]], pending: dict[str, dict[str, Any]]) -> None:
-    """Add one line's rows (or its enqueue in flight); TraceError if it is malformed."""
+def _affected(line: str) -> tuple[str, ...]:
+    """The checks whose verdict on this history a skipped line may change: a send's result
+    (lost_ack, order, read_failed) or a read (those and duplicate); all four when the line says
+    neither."""
+    parts = line.split("\t")
+    if len(parts) > 1 and parts[1] == "enqueue":
+        return ("lost_ack", "order", "read_failed")
+    return ("lost_ack", "duplicate", "order", "read_failed")
+
+
+def _record(path: str, run: str, n: int, line: str, rows: list[dict[str, Any]], pending: dict[str, dict[str, Any]],
+            skipped: set[str] = frozenset()) -> None:
+    """Add one line's rows (or its enqueue in flight); TraceError if it is malformed. A client
+    in `skipped` had a line skipped: its next request may follow a request whose response was
+    the skipped line (that send's outcome is then unknown), and its next response may answer
+    the skipped request (the response alone then stands for the send)."""
     where = f"line {n}"
     if not line.endswith("\n"):
         raise TraceError(path, where, "truncated: the last line has no newline")
@@ -94,6 +111,8 @@ def _record(path: str, run: str, n: int, line: str, rows: list[dict[str, Any]], 
         if len(parts) not in (6, 7):
             raise TraceError(path, where, f"a request has 6 or 7 fields, this one {len(parts)}")
         if op == "enqueue":
+            if client in pending and {client, "*"} & skipped:
+                rows.append(pending.pop(client))  # its response was the skipped line: outcome unknown
             if client in pending:
                 raise TraceError(path, where, f"client {client} sends again before its previous enqueue's response")
             pending[client] = {"run": run, "seq": n, "op": h.SEND, "msg": parts[3], "key": _null(parts[4]), "status": h.INFO}
@@ -105,6 +124,8 @@ def _record(path: str, run: str, n: int, line: str, rows: list[dict[str, Any]], 
             raise TraceError(path, where, f"unknown result {shown(parts[3])} (expected {', '.join(RESULTS)})")
         if op == "enqueue":
             send = pending.pop(client, None)
+            if send is None and {client, "*"} & skipped:  # its request was the skipped line
+                send = {"run": run, "seq": n, "op": h.SEND, "msg": parts[4], "key": _null(parts[5]), "status": h.INFO}
             if send is None:
                 raise TraceError(path, where, f"enqueue response of client {client} without a request")
             if parts[4] != send["msg"]:

@@ -15,8 +15,12 @@ a real multi-process cluster on this machine; `spark://host:7077` or `spark-subm
 from __future__ import annotations
 
 import json
+import logging
 import os
+import signal
 import sys
+import tempfile
+import threading
 import time
 from functools import reduce
 from pathlib import Path
@@ -24,6 +28,8 @@ from typing import Iterator
 from urllib.parse import unquote
 
 import pyarrow as pa
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -55,7 +61,9 @@ def session(master: str | None = None, python: str | None = None, app: str = "rm
         return _session(master, python, app)
     except Exception as exc:  # Py4J's and PySpark's errors alike: Spark is not there
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        raise SparkUnavailable(f"Spark did not start with master {master or DEFAULT_MASTER}: {first[:300]}") from None
+        said = [line.strip() for line in jvm_log_tail().splitlines() if line.strip()][-1:]
+        raise SparkUnavailable(f"Spark did not start with master {master or DEFAULT_MASTER}: {first[:300]}"
+                               + (f" (the JVM's last words: {said[0][:300]})" if said else "")) from None
 
 
 def _session(master: str | None, python: str | None, app: str):
@@ -63,6 +71,7 @@ def _session(master: str | None, python: str | None, app: str):
         os.environ["PYSPARK_PYTHON"] = python
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    _quiet_gateway()
 
     builder = SparkSession.builder
     # Under spark-submit (which starts this interpreter with a gateway) its --master stands.
@@ -81,7 +90,42 @@ def _session(master: str | None, python: str | None, app: str):
         spark.stop()  # getOrCreate found another session
         return _session(master, python, app)
     spark.sparkContext.setLogLevel("ERROR")
+    if threading.current_thread() is threading.main_thread():
+        # PySpark's own handler calls into the JVM from inside the interrupted call (py4j then logs
+        # a reentrant-call traceback): Ctrl-C is a plain KeyboardInterrupt, the JVM exits with us.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     return spark
+
+
+# The JVM's own output (executor errors when a job is cancelled, start-up notices): kept here, not
+# on the terminal, which gets one line from rmqcheck. Read back when Spark does not start.
+_JVM_LOG = None
+
+
+def _quiet_gateway() -> None:
+    """Start PySpark's JVM gateway, once a process, with its output going to _JVM_LOG and the
+    driver options Spark needs at launch; py4j's logging of an interrupted call silenced."""
+    global _JVM_LOG
+    for name in ("py4j", "py4j.java_gateway", "py4j.clientserver"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    if not logging.getLogger().handlers:  # py4j logs an interrupted call to the root logger
+        logging.getLogger().addHandler(logging.NullHandler())
+    if SparkContext._gateway is not None:
+        return
+    _JVM_LOG = tempfile.TemporaryFile(prefix="rmqcheck-spark-jvm-")
+    conf = SparkConf(loadDefaults=False).set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
+    SparkContext._gateway = launch_gateway(conf, popen_kwargs={"stdout": _JVM_LOG, "stderr": _JVM_LOG})
+    SparkContext._jvm = SparkContext._gateway.jvm
+
+
+def jvm_log_tail(limit: int = 2000) -> str:
+    """The end of what Spark's JVM printed (for an error message)."""
+    if _JVM_LOG is None:
+        return ""
+    _JVM_LOG.seek(0, os.SEEK_END)
+    size = _JVM_LOG.tell()
+    _JVM_LOG.seek(max(0, size - limit))
+    return _JVM_LOG.read().decode("utf-8", "replace")
 
 
 def _tagged(batch: pa.RecordBatch, schema: pa.Schema, path: str, pos: int) -> pa.RecordBatch:
@@ -164,7 +208,7 @@ class _Files:
         fatal: Located = []
         bad: Located = []
         for r in raw.filter(F.col("_bad").isNotNull()).select("_pos", "_bad").collect():
-            b = BadRecord(**{("path" if k == "file" else k): v for k, v in json.loads(r["_bad"]).items()})
+            b = BadRecord.from_json(json.loads(r["_bad"]))
             b = b._replace(path=self.name(b.path))
             (fatal if r["_pos"] < 0 else bad).append((self.order[b.path], r["_pos"], b))
         good = raw.filter(F.col("_bad").isNull())

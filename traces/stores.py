@@ -28,7 +28,7 @@ import zlib
 from pathlib import Path
 from typing import Iterable
 
-from rmqcheck.model.epochfile import INF, find_consistent_point
+from rmqcheck.model.epochfile import INF, consistent_point_indexed, truncation_view
 
 from .history import Violation
 
@@ -58,6 +58,10 @@ def format_epoch_file(entries: Iterable[tuple[int, int]]) -> str:
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what BufferedReader.readLine splits on
 _JAVA_INT = re.compile(r"[+-]?\d+")
+# The common entry line, "epoch-start" with no sign but an optional '+' (split("-") never leaves
+# a '-' in a part): parsed at once; any other line takes the general path below.
+_PLAIN_ENTRY = re.compile(r"(\+?\d{1,10})-(\+?\d{1,19})")
+_INT_MAX, _LONG_MAX = (1 << 31) - 1, (1 << 63) - 1
 
 
 def _lines(text: str) -> list[str]:
@@ -88,6 +92,12 @@ def _parse(text: str) -> list[tuple[int, int]]:
     want_crc = _java_number(lines[1] if len(lines) > 1 else None, 32, "crc line")
     entries = []
     for n, line in enumerate(lines[2:], start=3):
+        plain = _PLAIN_ENTRY.fullmatch(line)
+        if plain:
+            epoch, start = int(plain[1]), int(plain[2])
+            if epoch <= _INT_MAX and start <= _LONG_MAX:
+                entries.append((epoch, start))
+                continue
         parts = line.split("-")
         while parts and parts[-1] == "":  # String.split drops trailing empty strings
             parts.pop()
@@ -165,10 +175,16 @@ def check_set(set_dir: str) -> list[Violation]:
         master = max(names, key=lambda n: (good[n][-1][0] if good[n] else -1, n))
         for n in names:
             if n != master and good[n] and good[master]:
-                if find_consistent_point(good[n], INF, good[master], INF) == -1:
+                if _consistent_point(good[n], good[master]) == -1:
                     detail = f"no consistent point with {master}: {_show(good[n])} vs {_show(good[master])}"
                     out.append(Violation("consistent_point", run, f"replica {n}", 1, detail))
     return out
+
+
+def _consistent_point(local: list[tuple[int, int]], master: list[tuple[int, int]]) -> int:
+    """find_consistent_point of two strictly increasing lists (checked by `_increasing`), with
+    no max offset known (INF), in linear time (model/epochfile.py consistent_point_indexed)."""
+    return consistent_point_indexed(truncation_view(local, INF, INF), truncation_view(master, INF, INF))
 
 
 def _show(entries: list[tuple[int, int]]) -> str:
@@ -180,9 +196,8 @@ def _disagreement(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> str | N
     for e, s in a:
         if e in starts_b and starts_b[e] != s:
             return f"epoch {e} starts at {s} on one and {starts_b[e]} on the other"
-    common = set(a) & set(b)
-    if common:
-        last = max(common)
-        if [x for x in a if x <= last] != [x for x in b if x <= last]:
-            return f"both have {last[0]}-{last[1]} but not the same entries before it"
+    at_b = {x: i for i, x in enumerate(b)}
+    last = next(((i, at_b[x]) for i, x in zip(range(len(a) - 1, -1, -1), reversed(a)) if x in at_b), None)
+    if last is not None and a[: last[0] + 1] != b[: last[1] + 1]:  # both lists strictly increase
+        return f"both have {a[last[0]][0]}-{a[last[0]][1]} but not the same entries before it"
     return None

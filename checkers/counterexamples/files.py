@@ -50,6 +50,9 @@ class Counterexample(NamedTuple):
     start: tuple[Replica, ...] = ()  # constructed start logs; () is the model's initial state
     truncation: dict[str, Any] | None = None  # a consistent-point counterexample (checkers/proofs/truncation.py)
     loop: int | None = None  # a liveness lasso: actions[loop:] return to the state after actions[:loop]
+    # What a reader should know about where the file came from: written by another rmqcheck or
+    # for another model, or carrying fields this version does not know.
+    notes: tuple[str, ...] = ()
 
 
 def _int(v: Any) -> bool:
@@ -188,7 +191,26 @@ def from_json(data: Any, where: str) -> Counterexample:
         replicas,
         truncation,
         loop,
+        _provenance(data, where),
     )
+
+
+FIELDS = {"schema_version", "tool", "model", "method", "seed", "config", "toggles", "invariant",
+          "depends_on_toggles", "steps", "start", "truncation", "loop", "actions"}
+
+
+def _provenance(data: dict[str, Any], where: str) -> tuple[str, ...]:
+    """Warnings for a file another rmqcheck or another model wrote, or with unknown fields: it
+    still replays, but a difference may come from there."""
+    notes = []
+    ours = {"tool": f"rmqcheck {rmqcheck.__version__}", "model": MODEL}
+    for key, now in ours.items():
+        if key in data and data[key] != now:
+            notes.append(f"{where}: written by {key} {data[key]!r}; this is {now!r}")
+    unknown = sorted(str(k) for k in set(data) - FIELDS)
+    if unknown:
+        notes.append(f"{where}: fields this rmqcheck does not know, ignored: {', '.join(unknown)}")
+    return tuple(notes)
 
 
 def _check_arguments(actions: tuple[Action, ...], cfg: Config, where) -> None:
@@ -241,14 +263,21 @@ def _parse_value(text: str, where: str) -> Any:
     return text
 
 
-def _pairs(words: list[str], where: str) -> dict[str, Any]:
-    out = {}
+def _pairs_text(words: list[str], where: str) -> dict[str, str]:
+    """name=value words, each name once."""
+    out: dict[str, str] = {}
     for w in words:
-        if "=" not in w:
+        k, eq, v = w.partition("=")
+        if not eq:
             raise CounterexampleError(f"{where}: expected name=value, got {w!r}")
-        k, v = w.split("=", 1)
-        out[k] = _parse_value(v, where)
+        if k in out:
+            raise CounterexampleError(f"{where}: {k} given twice ({k}={out[k]} and {w}); give it once")
+        out[k] = v
     return out
+
+
+def _pairs(words: list[str], where: str) -> dict[str, Any]:
+    return {k: _parse_value(v, where) for k, v in _pairs_text(words, where).items()}
 
 
 _LIST_FIELDS = ("async_learners", "message_sizes", "priorities")
@@ -273,10 +302,15 @@ def parse_scenario(text: str, where: str) -> Counterexample:
         head, *rest = line.split()
         if head == "config":
             for name, value in _pairs(rest, at).items():
+                if name in cfg_fields:
+                    raise CounterexampleError(f"{at}: config {name} given twice; give it once")
                 # list-valued fields may be written with one element: async_learners=2
                 cfg_fields[name] = [value] if name in _LIST_FIELDS and not isinstance(value, list) else value
         elif head == "faults":
-            faults.update(_pairs(rest, at))
+            for name, value in _pairs(rest, at).items():
+                if name in faults:
+                    raise CounterexampleError(f"{at}: faults {name} given twice; give it once")
+                faults[name] = value
         elif head == "toggles":
             names = set(rest)
             base = frozenset()
@@ -332,8 +366,8 @@ def _check_start(replicas, cfg: Config, where: str) -> None:
 
 def _parse_replica(words: list[str], where: str) -> Replica:
     """replica broker=N epochs=E:S,E:S,... log=L  (epochs=none for an empty list)"""
-    fields = dict(w.split("=", 1) for w in words if "=" in w)
-    if len(fields) != len(words) or set(fields) != {"broker", "epochs", "log"}:
+    fields = _pairs_text(words, where)
+    if set(fields) != {"broker", "epochs", "log"}:
         raise CounterexampleError(f"{where}: replica takes broker=N epochs=E:S,... log=L")
     try:
         epochs = () if fields["epochs"] == "none" else tuple(

@@ -24,6 +24,7 @@ RocketMQ at all.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -31,8 +32,9 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 HERE = Path(__file__).resolve().parent
 JAVA = HERE / "java"
@@ -270,7 +272,25 @@ def build(tree: Path, cache: Path = BUILD, target: Target = CORE) -> Classpath:
     if (classes / f"{target.main}.class").exists():
         return built
     cache.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="building-", dir=cache))
+    with _locked(cache / f"{out.name}.lock"):  # another process (a test worker) may be building it
+        if not (classes / f"{target.main}.class").exists():
+            _compile(tree, target, jars, javac, classes)
+    return built
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _compile(tree: Path, target: Target, jars: tuple[Path, ...], javac: str, classes: Path) -> None:
+    out = classes.parent
+    work = Path(tempfile.mkdtemp(prefix="building-", dir=out.parent))
     try:
         root = _extract(tree, work / "src") if tree.is_file() else tree
         check_tree(root, tree, target.needed)
@@ -289,4 +309,3 @@ def build(tree: Path, cache: Path = BUILD, target: Target = CORE) -> Classpath:
         (work / "classes").rename(classes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return built

@@ -309,6 +309,8 @@ def parse_request(line: str, where: str) -> dict:
         key, sep, value = token.partition("=")
         if not sep:
             raise ValueError(f"{where}: expected key=value, got {token!r}")
+        if key in req:
+            raise ValueError(f"{where}: {key} given twice; give it once")
         try:
             req[key] = json.loads(value)
         except json.JSONDecodeError as exc:

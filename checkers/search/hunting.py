@@ -67,9 +67,10 @@ def explain(
 
 
 def find(
-    cfg: Config, targets: Iterable[str], budget: float, seed: int = 0, profile: str = "deep", on_batch=None
+    cfg: Config, targets: Iterable[str], budget: float, seed: int = 0, profile: str = "deep", on_batch=None,
+    deadline: float | None = None,
 ) -> tuple[Finding | None, HuntResult]:
-    result = hunt(cfg, targets, budget, seed, profile, on_batch)
+    result = hunt(cfg, targets, budget, seed, profile, on_batch, deadline)
     if result.violation is None:
         return None, result
     v = result.violation

@@ -150,6 +150,8 @@ def parse(text: str, where: str) -> Scenario:
         elif word == "config":
             for kv in rest:
                 key, eq, val = kv.partition("=")
+                if key in fields:
+                    raise CounterexampleError(f"{at}: {key} given twice; give it once")
                 if not eq or key not in mode.config._fields or key == "bugs":
                     raise CounterexampleError(
                         f"{at}: config takes key=value with keys {[f for f in mode.config._fields if f != 'bugs']}, got {kv!r}")
@@ -164,7 +166,7 @@ def parse(text: str, where: str) -> Scenario:
         elif word in mode.rules:
             names = mode.arg_names(word)
             got = dict(kv.partition("=")[::2] for kv in rest)
-            if sorted(got) != sorted(names) or not all(v.lstrip("-").isdigit() and len(v) <= 20
+            if len(got) != len(rest) or sorted(got) != sorted(names) or not all(v.lstrip("-").isdigit() and len(v) <= 20
                                                         for v in got.values()):
                 raise CounterexampleError(f"{at}: {word} takes {' '.join(n + '=<int>' for n in names)}, got {line!r}")
             actions.append((word, *(int(got[n]) for n in names)))

@@ -22,7 +22,7 @@ from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search.hunting import Finding, explain, find
 from rmqcheck.checkers.search.walk import guided
 
-# In this order within a round: a stateful batch overshoots its slice (the budget is checked
+# In this order within a round: a stateful batch overshoots its slice (up to the portfolio's end; the budget is checked
 # between batches), so it goes last and the next round's shares absorb it.
 METHODS = ("guided", "explore", "stateful")
 
@@ -131,7 +131,7 @@ def portfolio(
                 on_turn(method, share)
             began = time.perf_counter()
             if method == "stateful":
-                finding, result = find(cfg, remaining, share, stateful_seed)
+                finding, result = find(cfg, remaining, share, stateful_seed, deadline=start + budget)
                 seeds[method] += range(stateful_seed, stateful_seed + result.batches)
                 stateful_seed += result.batches
                 if finding is not None:

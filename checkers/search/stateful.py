@@ -31,6 +31,12 @@ class InvariantViolated(AssertionError):
         self.actions = list(actions)
 
 
+class OutOfTime(KeyboardInterrupt):
+    """Raised by a machine's step once its deadline has passed. Hypothesis takes any other
+    exception for a failure and replays it; an interruption it lets through at once, ending the
+    batch (run_once catches it, so it never reaches the command line's Ctrl-C handler)."""
+
+
 class Stats:
     """Counts across all machines of one run (for `make bench` and hunt reports)."""
 
@@ -43,6 +49,7 @@ class ReplicationMachine(RuleBasedStateMachine):
     cfg: Config = Config()
     targets: frozenset[str] = frozenset(BY_ID)
     stats: Stats = Stats()
+    deadline: float | None = None  # time.perf_counter() after which no further step is taken
 
     def __init__(self) -> None:
         super().__init__()
@@ -59,6 +66,8 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.by_kind = by_kind
 
     def take(self, kind: str, pick: int) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise OutOfTime
         options = self.by_kind[kind]
         action, nxt = options[pick % len(options)]
         self.last = (self.state, action, nxt)
@@ -108,12 +117,13 @@ for _inv in CATALOGUE:
     setattr(ReplicationMachine, f"invariant_{_inv.id}", _invariant_for(_inv.id))
 
 
-def machine_for(cfg: Config, targets: Iterable[str], stats: Stats | None = None) -> type[ReplicationMachine]:
+def machine_for(cfg: Config, targets: Iterable[str], stats: Stats | None = None,
+                deadline: float | None = None) -> type[ReplicationMachine]:
     """A machine class bound to a configuration and the invariants it enforces."""
     return type(
         "ReplicationMachine",
         (ReplicationMachine,),
-        {"cfg": cfg, "targets": frozenset(targets), "stats": stats or Stats()},
+        {"cfg": cfg, "targets": frozenset(targets), "stats": stats or Stats(), "deadline": deadline},
     )
 
 
@@ -145,15 +155,19 @@ def hypothesis_settings(profile: str = "deep", **overrides) -> settings:
 
 
 def run_once(
-    cfg: Config, targets: Iterable[str], seed: int, profile: str = "deep", stats: Stats | None = None, **overrides
+    cfg: Config, targets: Iterable[str], seed: int, profile: str = "deep", stats: Stats | None = None,
+    deadline: float | None = None, **overrides
 ) -> InvariantViolated | None:
-    """One Hypothesis run with a fixed seed: the first violation it meets, or None."""
-    machine = machine_for(cfg, targets, stats)
+    """One Hypothesis run with a fixed seed: the first violation it meets, or None (also when
+    `deadline`, a time.perf_counter() value, passes first)."""
+    machine = machine_for(cfg, targets, stats, deadline)
     test = hypothesis_seed(seed)(get_state_machine_test(machine, settings=hypothesis_settings(profile, **overrides)))
     try:
         test()
     except InvariantViolated as exc:
         return exc
+    except OutOfTime:
+        pass
     return None
 
 
@@ -169,19 +183,24 @@ class HuntResult:
 
 
 def hunt(
-    cfg: Config, targets: Iterable[str], budget: float, seed: int = 0, profile: str = "deep", on_batch=None
+    cfg: Config, targets: Iterable[str], budget: float, seed: int = 0, profile: str = "deep", on_batch=None,
+    deadline: float | None = None,
 ) -> HuntResult:
     """Run seeded Hypothesis batches (seed, seed+1, ...) of growing run length until one fails
-    or the budget is spent. The budget is checked between batches, so a run overshoots by at
-    most one batch (a few seconds)."""
+    or the budget is spent. No batch starts after the budget; the one running when it ends goes
+    on until `deadline` (a time.perf_counter() value; default the budget's end) and is cut there,
+    so a portfolio's short slice may finish its batch in the time the portfolio has left but
+    never runs past it."""
     targets = frozenset(targets)
     stats = Stats()
     start = time.perf_counter()
+    deadline = start + budget if deadline is None else deadline
     batch = 0
     while True:
         batch_seed = seed + batch
         examples, steps = DEEPENING[batch % len(DEEPENING)]
-        found = run_once(cfg, targets, batch_seed, profile, stats, max_examples=examples, stateful_step_count=steps)
+        found = run_once(cfg, targets, batch_seed, profile, stats, deadline, max_examples=examples,
+                         stateful_step_count=steps)
         batch += 1
         elapsed = time.perf_counter() - start
         if on_batch is not None:

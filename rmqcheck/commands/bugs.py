@@ -30,6 +30,9 @@ from .common import (
 
 NAME = "bugs"
 HELP = "list the bug toggles"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ("--markdown", "--json", "--readme")
+INPUTS = ("--update",)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

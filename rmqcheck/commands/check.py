@@ -41,6 +41,9 @@ from .common import (
 
 NAME = "check"
 HELP = "the default job: hunt each standard configuration and tabulate"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ("--out",)
+INPUTS = ("--rocketmq-src",)
 
 
 # The default job: the snapshot under its defaults and under the durable settings, and the

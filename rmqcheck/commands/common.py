@@ -18,7 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from rmqcheck.checkers.search import explore
-from rmqcheck.outputs import check_folder, check_output, write_atomically
+from rmqcheck.outputs import check_output, writable_folder, write_atomically
 from rmqcheck.checkers.search.hunting import UNEXPLAINED
 from rmqcheck.report import tables as report_tables
 from rmqcheck.report.ci import Results
@@ -194,24 +194,44 @@ def print_validation(report, seconds: float, strict: bool, violations: Path, sho
     )
     for col in ("family", "check", "violations", "occurrences", "verdict"):
         table.add_column(col)
+    skipped = _skipped_by_check(report.bad)
     for check, found in report.by_check().items():
         reported = check in REPORTED and not strict
         verdict = "ok" if not found else (f"reported: {REPORTED[check]}" if reported else "VIOLATED")
-        table.add_row(CHECK_FAMILY[check], check, str(len(found)), str(sum(v.count for v in found)), verdict)
+        caveat = [f"may differ: {skipped[check]}"] if check in skipped else []
+        table.add_row(CHECK_FAMILY[check], check, str(len(found)), str(sum(v.count for v in found)),
+                      "; ".join([verdict, *caveat]))
         name = f"{CHECK_FAMILY[check]}/{check}"
         if not found:
-            results.add(suite, name)
+            results.add(suite, name, notes=caveat)
             continue
         first = f"{len(found):,} violations, the first: {found[0].run} {found[0].subject}: {found[0].detail}"
         if reported:
-            results.add(suite, name, notes=[f"{verdict}; {first}; {violations}"])
+            results.add(suite, name, notes=[f"{verdict}; {first}; {violations}", *caveat])
         else:
-            results.add(suite, name, "failed", first, invariant=check, file=violations)
+            results.add(suite, name, "failed", first, invariant=check, file=violations, notes=caveat)
     out.print(table)
     write_text(str(violations), "".join(json.dumps(v._asdict()) + "\n" for v in report.violations), "--violations")
     out.print(f"{len(report.violations)} violation records written to {violations}")
+    runs_skipped = {b.affects[0] for b in report.bad if b.affects}
     for v in report.violations[:show]:
-        out.print(f"  {v.check} {v.run} {v.subject}: {v.detail}")
+        mark = " (records of this run were skipped: it may be their consequence)" \
+            if v.run in runs_skipped and v.check in skipped else ""
+        out.print(f"  {v.check} {v.run} {v.subject}: {v.detail}{mark}")
+
+
+def _skipped_by_check(bad) -> dict[str, str]:
+    """For each check whose verdict skipped records may change (BadRecord.affects), which runs
+    and how many records: what --skip-bad-records leaves unjudged, said next to that check."""
+    runs: dict[str, dict[str, int]] = {}
+    for b in bad:
+        if b.affects:
+            run, checks = b.affects
+            for check in checks:
+                runs.setdefault(check, {}).setdefault(run, 0)
+                runs[check][run] += 1
+    return {check: "skipped records in " + ", ".join(f"{run} ({n})" for run, n in sorted(by_run.items()))
+            for check, by_run in runs.items()}
 
 
 def add_result_options(p: argparse.ArgumentParser) -> None:
@@ -280,7 +300,7 @@ def spark_master(text: str) -> str:
 def work_folder(path: str | Path | None, default: Path) -> Path:
     """`--work-dir` (or `default`), created now: a run resumes there, so what it holds is kept."""
     work = Path(path or default)
-    check_folder(work, "--work-dir", force=True)
+    writable_folder(work, "--work-dir")
     try:
         work.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -33,6 +33,10 @@ from .common import (
 
 NAME = "conform"
 HELP = "compare the model with RocketMQ's own classes, compiled from a source tree"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ("--out", "--record")
+INPUTS = ("--rocketmq-src", "--config")
+REPLACED = ("--record",)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

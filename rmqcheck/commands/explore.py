@@ -33,6 +33,18 @@ from .common import (
 
 NAME = "explore"
 HELP = "exhaustive breadth-first exploration of a bounded configuration"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ("--out",)
+INPUTS = ("--config",)
+
+
+def epoch_bound(text: str) -> int:
+    """An epoch bound: 0 would leave nothing to explore (no election, so no master) and be
+    reported as an exhaustive pass."""
+    value = natural(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 leaves nothing to explore (the first election makes epoch 1); give 1 or more")
+    return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,8 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--budget", type=budget_seconds, default=None, help="seconds (default: until exhausted)")
     p.add_argument("--messages", type=natural, help="override max_messages")
-    p.add_argument("--max-epoch", type=natural, help="masterEpoch bound")
-    p.add_argument("--max-sss-epoch", type=natural, help="syncStateSetEpoch bound")
+    p.add_argument("--max-epoch", type=epoch_bound, help="masterEpoch bound (1 or more: the first election makes 1)")
+    p.add_argument("--max-sss-epoch", type=epoch_bound, help="syncStateSetEpoch bound (1 or more)")
     p.add_argument("--max-depth", type=positive, help="depth bound")
     p.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="broker renaming")
     p.add_argument("--sleep-sets", action="store_true",

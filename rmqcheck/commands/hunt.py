@@ -44,6 +44,9 @@ from .common import (
 
 NAME = "hunt"
 HELP = "search for a violation of the invariants expected to hold"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ("--out",)
+INPUTS = ("--config",)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

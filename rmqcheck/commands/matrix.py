@@ -31,6 +31,9 @@ from .common import (
 
 NAME = "matrix"
 HELP = "the guarantee matrix: which invariants hold under which configuration"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ("--out", "--markdown", "--json", "--readme")
+INPUTS = ()
 
 
 MATRIX_MODES = ("controller", "classic", "dledger", "recovery")

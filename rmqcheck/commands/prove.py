@@ -14,6 +14,9 @@ from .common import UsageError, add_result_options, out, positive
 
 NAME = "prove"
 HELP = "Z3 proofs of the truncation search, and counterexamples to its wrong variants"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ("--out",)
+INPUTS = ()
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

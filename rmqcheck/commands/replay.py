@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from rich.table import Table
 
@@ -20,6 +21,9 @@ from .common import Drivers, add_source_argument, out
 
 NAME = "replay"
 HELP = "re-run a counterexample or scenario file deterministically"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ()
+INPUTS = ("file",)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,6 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "service on RocketMQ's own classes")
     p.add_argument("--snapshot", action="store_true",
                    help="turn every defect the snapshot has on as well (run the actions as the code is)")
+    p.add_argument("--expect-fixed", action="store_true",
+                   help="the file's violation should be gone (a fixed bug's regression check): exit 0 when it is not "
+                        "reproduced, 1 when it still is. Without it, a file that claims a violation and does not "
+                        "reproduce it exits 1 too")
     add_source_argument(p)
 
 
@@ -39,13 +47,15 @@ def run(args) -> int:
     if modes.is_mode_file(args.file):
         if args.java:
             out.print("--java: this mode's steps call no class conformance loads (controller mode only)")
-        return _replay_mode(args.file)
+        return _replay_mode(args.file, args.expect_fixed)
     cx: Counterexample = read(args.file)
+    for note in cx.notes:
+        print(f"rmqcheck: warning: {note}", file=sys.stderr)
     if args.snapshot:
         cx = cx._replace(config=cx.config._replace(bugs=cx.config.bugs | SNAPSHOT))
     truncation_hit = _replay_truncation(cx, args.file) if cx.truncation is not None else True
     if cx.truncation is not None and not cx.actions:
-        return 1 if truncation_hit else 0
+        return 1 if truncation_hit else not_reproduced(args.expect_fixed)
     try:
         r = replay(cx.config, cx.actions, start=cx.start)
     except ReplayError as exc:
@@ -90,18 +100,29 @@ def run(args) -> int:
         out.print(table)
         for line in state_lines(r.states[-1]):
             out.print(f"  end:   {line}")
-    status = _verdict(cx, first_hit, truncation_hit)
+    status = _verdict(cx, first_hit, truncation_hit, args.expect_fixed)
     if args.java and cx.actions:
         status = max(status, _replay_java(args, cx, r.states[0]))
     return status
 
 
-def _verdict(cx: Counterexample, first_hit: tuple[int, str] | None, truncation_hit: bool) -> int:
+def not_reproduced(expect_fixed: bool, what: str = "") -> int:
+    """A file that claims a violation and does not reproduce it: a finding of its own (exit 1),
+    unless --expect-fixed says that is the point (a fixed bug's regression check, exit 0)."""
+    what = f": {what}" if what else ""
+    if expect_fixed:
+        out.print(f"[green]not reproduced{what} (fixed, as --expect-fixed expects)[/]")
+        return 0
+    out.print(f"[bold red]not reproduced{what}[/]; the file claims this violation, so it no longer means what it "
+              "says (--expect-fixed when a fix removed it)")
+    return 1
+
+
+def _verdict(cx: Counterexample, first_hit: tuple[int, str] | None, truncation_hit: bool, expect_fixed: bool) -> int:
     if cx.loop is not None:
         found = liveness.recheck(cx.config, cx.actions, cx.loop, cx.invariant)
         if found is None:
-            out.print(f"[green]not reproduced: no fair cycle keeps {cx.invariant} open from step {cx.loop + 1}[/]")
-            return 0
+            return not_reproduced(expect_fixed, f"no fair cycle keeps {cx.invariant} open from step {cx.loop + 1}")
         out.print(f"[bold red]reproduced: {cx.invariant} {LIVENESS_BY_ID[cx.invariant].name} violated: {found}[/]")
         return 1
     if cx.invariant is not None:
@@ -110,8 +131,7 @@ def _verdict(cx: Counterexample, first_hit: tuple[int, str] | None, truncation_h
                 f"[bold red]reproduced: {cx.invariant} {BY_ID[cx.invariant].name} violated at step {first_hit[0]}[/]"
             )
             return 1
-        out.print(f"[green]not reproduced: {cx.invariant} holds throughout[/]")
-        return 0
+        return not_reproduced(expect_fixed, f"{cx.invariant} holds throughout")
     if first_hit is not None:
         out.print(f"[bold red]{first_hit[1]} violated at step {first_hit[0]}[/]")
         return 1
@@ -140,7 +160,7 @@ def _replay_truncation(cx: Counterexample, where: str) -> bool:
     return False
 
 
-def _replay_mode(path: str) -> int:
+def _replay_mode(path: str, expect_fixed: bool) -> int:
     """A classic-HA, DLedger or recovery scenario: every step with what it changed and the violations."""
     sc = modes.read(path)
     try:
@@ -159,8 +179,7 @@ def _replay_mode(path: str) -> int:
     hit = r.first(sc.invariant)
     if sc.invariant is not None:
         if hit is None:
-            out.print(f"[green]not reproduced: {sc.invariant} holds throughout[/]")
-            return 0
+            return not_reproduced(expect_fixed, f"{sc.invariant} holds throughout")
         out.print(f"[bold red]reproduced: {sc.invariant} violated at step {hit[0]}: {hit[1].message}[/]")
         return 1
     if r.first() is not None:

@@ -6,11 +6,15 @@ import argparse
 from pathlib import Path
 
 from rmqcheck.checkers.tables import matrix, rediscovery
+from rmqcheck.outputs import check_output
 
 from .common import UsageError, json_file, out, positive, write_text
 
 NAME = "report"
 HELP = "a self-contained HTML page: matrix, bug table, counterexample diagrams"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ("--out",)
+INPUTS = ("--matrix", "--bugs", "--counterexamples")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,6 +31,7 @@ def run(args) -> int:
     counterexample files (or folders of them)."""
     from rmqcheck.report import html as report_html
 
+    check_output(args.out, "--out")  # before drawing anything
     paths: list[Path] = []
     for name in args.counterexamples or [str(rediscovery.SCENARIOS / "toggles")]:
         p = Path(name)

@@ -9,6 +9,9 @@ from rmqcheck.checkers.counterexamples.files import format_scenario, read
 
 NAME = "scenario"
 HELP = "print a counterexample file as readable scenario text"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ()
+INPUTS = ("file",)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

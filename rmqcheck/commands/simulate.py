@@ -13,6 +13,10 @@ from .common import out, positive
 
 NAME = "simulate"
 HELP = "record runs of the model with random faults as event traces"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ("--out",)
+INPUTS = ("--config",)
+REPLACED = ("--out",)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

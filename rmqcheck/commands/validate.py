@@ -15,6 +15,10 @@ from .common import add_result_options, natural, out, print_validation, run_vali
 
 NAME = "validate"
 HELP = "check recorded traces, OpenChaos histories and epoch files"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ("--violations", "--rejected")
+INPUTS = ("paths",)
+READ_WHOLE = ("paths",)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
