@@ -133,12 +133,29 @@ class Target(NamedTuple):
     needed: dict[str, tuple[str, ...]]
     javac_flags: tuple[str, ...]
     jvm_flags: tuple[str, ...]
+    roots: tuple[str, ...] = ROOTS  # the tree's modules whose src/main/java javac searches
 
 
 CORE = Target("core", "RmqcheckDriver", ("stubs",), JARS, NEEDED, ("--release", "17"), JVM_FLAGS)
 # The store's CommitLog imports sun.nio.ch.DirectBuffer: exported to it, which --release forbids.
 HA = Target("ha", "RmqcheckHaDriver", ("stubs-store", "stubs"), HA_JARS, HA_NEEDED,
             ("-source", "17", "-target", "17", "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"), ())
+# A broker of a real-run cluster (cluster/): the store and HA service on real files and sockets,
+# the broker's ReplicasManager over stand-ins (stubs-broker/); no Mockito.
+CLUSTER_JARS = {jar: pkg for jar, pkg in HA_JARS.items() if pkg not in ("libmockito-java", "libbyte-buddy-java",
+                                                                        "libobjenesis-java")}
+CLUSTER_NEEDED = {
+    **{k: v for k, v in HA_NEEDED.items() if "GroupTransferService" not in k},
+    "broker/src/main/java/org/apache/rocketmq/broker/controller/ReplicasManager.java": (
+        "start", "changeToMaster", "changeToSlave", "sendHeartbeatToController", "getMasterEpoch", "getSyncStateSet",
+        "getBrokerControllerId"),
+}
+CLUSTER = Target("cluster", "RmqcheckBroker", ("stubs-broker", "stubs-store", "stubs"), CLUSTER_JARS, CLUSTER_NEEDED,
+                 HA.javac_flags, JVM_FLAGS + ("--add-opens", "java.base/java.nio=ALL-UNNAMED",
+                                              "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+                                              "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
+                                              "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"),
+                 ROOTS + ("broker", "client"))
 
 
 class BuildError(RuntimeError):
@@ -190,7 +207,7 @@ def _tree_key(tree: Path, target: Target) -> str:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
     else:
-        for root in ROOTS:
+        for root in target.roots:
             base = tree / root / "src" / "main" / "java"
             for p in sorted(base.rglob("*.java")) if base.is_dir() else ():
                 h.update(str(p.relative_to(tree)).encode())
@@ -225,8 +242,8 @@ def _jars(jars: dict[str, str]) -> tuple[Path, ...]:
     return tuple(JAR_DIR / jar for jar in jars)
 
 
-def _extract(tarball: Path, dest: Path) -> Path:
-    """The four source roots of a RocketMQ tarball, unpacked under dest; returns the tree root."""
+def _extract(tarball: Path, dest: Path, roots: tuple[str, ...] = ROOTS) -> Path:
+    """The source roots of a RocketMQ tarball, unpacked under dest; returns the tree root."""
     try:
         tar = tarfile.open(tarball)
     except (tarfile.TarError, OSError) as exc:
@@ -235,7 +252,7 @@ def _extract(tarball: Path, dest: Path) -> Path:
         names = tar.getnames()
         tops = {n.split("/", 1)[0] for n in names}
         prefix = f"{min(tops)}/" if len(tops) == 1 and not tops & set(ROOTS) else ""
-        wanted = tuple(f"{prefix}{root}/src/main/java/" for root in ROOTS)
+        wanted = tuple(f"{prefix}{root}/src/main/java/" for root in roots)
         members = [m for m in tar.getmembers() if m.name.startswith(wanted) and (m.isfile() or m.isdir())]
         if not any(m.name.startswith(f"{prefix}controller/src/main/java/org/apache/rocketmq/") for m in members):
             raise BuildError(f"{tarball}: not a RocketMQ source tarball "
@@ -292,9 +309,9 @@ def _compile(tree: Path, target: Target, jars: tuple[Path, ...], javac: str, cla
     out = classes.parent
     work = Path(tempfile.mkdtemp(prefix="building-", dir=out.parent))
     try:
-        root = _extract(tree, work / "src") if tree.is_file() else tree
+        root = _extract(tree, work / "src", target.roots) if tree.is_file() else tree
         check_tree(root, tree, target.needed)
-        sourcepath = [JAVA / s for s in target.stubs] + [root / r / "src" / "main" / "java" for r in ROOTS]
+        sourcepath = [JAVA / s for s in target.stubs] + [root / r / "src" / "main" / "java" for r in target.roots]
         sourcepath.append(JAVA / "driver")
         cmd = [javac, "-nowarn", "-encoding", "UTF-8", *target.javac_flags, "-implicit:class",
                "-d", str(work / "classes"), "-cp", os.pathsep.join(map(str, jars)),

@@ -1,0 +1,371 @@
+"""The cluster: RocketMQ's controller classes in one JVM, each broker in its own (node.py), a proxy
+on every slave-to-master HA link (proxy.py), and the one loop that decides what happens.
+
+Every line a JVM writes reaches one inbox; only this module reads it, so the harness alone decides
+what each controller RPC meets: delivered to the controller (the default), not delivered (the
+broker is cut off from the controller), or applied and its answer lost. ReplicasManager's
+periodic tasks run only when `task` says so. A step ends when the cluster is quiet (`settle`):
+no command running, no RPC waiting, no one-shot job queued, no put waiting for replicas, nothing
+held on an open link, and every broker's observable state unchanged over a poll interval.
+Wall-clock time still passes inside RocketMQ's threads (the HA service's heartbeats and the
+put's wait for replicas): the configuration keeps those timeouts far from the step times, and a
+run that depends on them is reported as not repeatable by the caller.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+from rmqcheck.checkers.java import build
+from rmqcheck.checkers.java.build import Classpath
+
+from .controller import Controller
+from .node import BrokerNode, Item, NodeError
+from .proxy import OPEN, LinkProxy
+
+DELIVER, DROP, LOSE_ANSWER = "deliver", "drop", "lose_answer"
+
+
+class ClusterConfig(NamedTuple):
+    """A cluster's settings: the model's configuration's (model/config.py) in RocketMQ's terms."""
+
+    brokers: int = 3
+    flush: str = "SYNC_FLUSH"
+    all_ack: bool = True
+    in_sync_replicas: int = 1
+    min_in_sync_replicas: int = 1
+    async_learners: tuple[int, ...] = ()
+    priorities: tuple[int, ...] = ()
+    unclean: bool = False
+    heartbeat_timeout: int = 2  # controller ticks
+    file_size: int = 1 << 20
+    slave_timeout_ms: int = 3000
+    not_catchup_ms: int = 2000
+    ha_heartbeat_ms: int = 250
+    ha_housekeeping_ms: int = 60_000
+
+    @classmethod
+    def from_model(cls, cfg: Any) -> "ClusterConfig":
+        """The cluster for a model configuration (the fields both have; offsets are the store's)."""
+        return cls(brokers=cfg.brokers, flush=cfg.flush, all_ack=cfg.all_ack, in_sync_replicas=cfg.in_sync_replicas,
+                   min_in_sync_replicas=cfg.min_in_sync_replicas, async_learners=tuple(cfg.async_learners),
+                   priorities=tuple(cfg.priorities), unclean=cfg.unclean)
+
+
+class ClusterError(RuntimeError):
+    """The harness could not do what was asked: names the broker and what happened."""
+
+
+class Put(NamedTuple):
+    broker: int
+    msg: str
+    queue: int
+
+
+class Cluster:
+    """Start with `with Cluster(cfg, run_dir) as c:`; every JVM is ended on leaving."""
+
+    def __init__(self, cfg: ClusterConfig, run_dir: Path, src: str | None = None,
+                 on_event: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+        self.cfg = cfg
+        self.dir = Path(run_dir)
+        self.src = src
+        self.on_event = on_event or (lambda kind, body: None)
+        self.inbox: queue.Queue[Item] = queue.Queue()
+        self.nodes: dict[int, BrokerNode] = {}
+        self.links: dict[tuple[int, int], LinkProxy] = {}  # (slave, master) -> proxy
+        self.rpc_policy: dict[int, str] = {}  # broker -> DELIVER | DROP | LOSE_ANSWER
+        self.ha_ports: dict[int, int | None] = {}
+        self.replies: dict[tuple[int, int], dict[str, Any]] = {}
+        self.puts: dict[tuple[int, int], Put] = {}
+        self.controller: Controller | None = None
+        self.classpath: Classpath | None = None
+        self.settled = True  # whether the last settle() found the cluster quiet
+
+    # --- life cycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> "Cluster":
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def start(self) -> None:
+        tree = build.locate(self.src)
+        self.classpath = build.build(tree, target=build.CLUSTER)
+        self.controller = Controller(build.build(tree), self.cfg.unclean, self.cfg.heartbeat_timeout)
+        self.controller.start()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for b in self.brokers:
+            for m in self.brokers:
+                if b != m:
+                    self.links[(b, m)] = LinkProxy(f"{b}->{m}", lambda m=m: self.ha_ports.get(m))
+        for b in self.brokers:
+            self.nodes[b] = BrokerNode(b, self.classpath, self.dir / "stores" / f"broker-{b}", self.inbox)
+            self.restart(b)
+
+    def close(self) -> None:
+        for node in self.nodes.values():
+            node.kill()
+        for link in self.links.values():
+            link.close()
+        if self.controller is not None:
+            self.controller.close()
+
+    @property
+    def brokers(self) -> range:
+        return range(1, self.cfg.brokers + 1)
+
+    # --- the one loop --------------------------------------------------------------------------
+
+    def _pump(self, done: Callable[[], bool], timeout: float, what: str) -> None:
+        """Handle the inbox until `done()`; ClusterError naming `what` after `timeout` seconds."""
+        end = time.monotonic() + timeout
+        while not done():
+            left = end - time.monotonic()
+            if left <= 0:
+                raise ClusterError(f"{what}: no answer within {timeout:g} s")
+            try:
+                item = self.inbox.get(timeout=min(left, 0.05))
+            except queue.Empty:
+                continue
+            self._handle(item)
+
+    def _handle(self, item: Item) -> None:
+        b, body = item.broker, item.body
+        if item.kind == "reply":
+            self.replies[(b, body["reply"])] = body
+        elif item.kind == "rpc":
+            self._rpc(b, body)
+        elif item.kind == "event" and body.get("event") == "put":
+            put = self.puts.pop((b, body["msg"]), None)
+            if put is not None:
+                self.on_event("put_done", {**body, "broker": b, "queue": put.queue})
+        elif item.kind == "exit":
+            self.on_event("exit", {"broker": b, **body})
+        elif item.kind == "garbage":
+            raise ClusterError(f"broker {b} wrote what is not JSON: {body['garbage']!r}")
+
+    def _rpc(self, b: int, body: dict[str, Any]) -> None:
+        node = self.nodes[b]
+        op, args = body["op"], body.get("args", {})
+        if op == "name_server":  # registerBrokerAll: the master's HA address, through this link's proxy
+            master = self.master()
+            link = self.links.get((b, master)) if master is not None else None
+            node.answer(body["rpc"], {"ha_address": f"127.0.0.1:{link.port}" if link else None})
+            return
+        policy = self.rpc_policy.get(b, DELIVER)
+        if policy == DROP:
+            node.answer(body["rpc"], None)
+            self.on_event("rpc", {"broker": b, "op": op, "args": args, "delivered": False})
+            return
+        assert self.controller is not None
+        answer = self.controller.rpc(op, args)
+        self.on_event("rpc", {"broker": b, "op": op, "args": args, "code": answer.get("code"), "delivered": True,
+                              "answer_lost": policy == LOSE_ANSWER})
+        node.answer(body["rpc"], None if policy == LOSE_ANSWER else answer)
+
+    def call(self, b: int, op: str, timeout: float = 60.0, **args: Any) -> dict[str, Any]:
+        """A command to broker `b`, its reply; RPCs meanwhile are handled as the policy says."""
+        node = self.nodes[b]
+        n = node.command(op, **args)
+        self._pump(lambda: (b, n) in self.replies or not node.alive, timeout, f"broker {b}: {op}")
+        reply = self.replies.pop((b, n), None)
+        if reply is None:
+            raise ClusterError(f"broker {b} died during {op} ({node.log_tail()})")
+        if not reply.get("ok"):
+            raise ClusterError(f"broker {b}: {op}: {reply.get('exception') or reply.get('error')}")
+        return reply
+
+    # --- observation ---------------------------------------------------------------------------
+
+    def observe(self, b: int) -> dict[str, Any] | None:
+        """Broker `b`'s state (RmqcheckBroker.state), or None when its JVM is down."""
+        if not self.nodes[b].alive:
+            return None
+        try:
+            return self.call(b, "state", timeout=30)
+        except (ClusterError, NodeError):
+            if not self.nodes[b].alive:
+                return None
+            raise
+
+    def master(self) -> int | None:
+        """The broker the controller names master (by its address), if any."""
+        assert self.controller is not None
+        address = self.controller.last.get("master_address")
+        if not address:
+            return None
+        return int(str(address).rsplit(":", 1)[1]) - 30000
+
+    def settle(self, timeout: float = 20.0) -> dict[int, dict[str, Any] | None]:
+        """Run queued one-shots and wait until the cluster is quiet (module docstring) and every
+        slave on an open link to the master holds what the master holds; the brokers' states.
+        `self.settled` says whether that happened within `timeout` seconds (a slave that cannot
+        catch up, a link held: the caller records the step as not settled)."""
+        end = time.monotonic() + timeout
+        quiet_for = 2 * self.cfg.ha_heartbeat_ms / 1000  # a slave reports at least this often
+        last: Any = None
+        stable_since = time.monotonic()
+        while True:
+            states = {b: self.observe(b) for b in self.brokers}
+            for b, s in states.items():
+                if s and s.get("one_shots_pending"):
+                    self.call(b, "task", name="one_shots")
+                    last = None
+            held = sum(link.bytes_held() for link in self.links.values() if link.mode == OPEN)
+            busy = bool(held or self.puts or any(s and _working(s) for s in states.values())) or self._behind(states)
+            shape = {b: _shape(s) for b, s in states.items()}
+            if busy or shape != last:
+                last, stable_since = shape, time.monotonic()
+            elif time.monotonic() - stable_since >= quiet_for:
+                self.settled = True
+                return states
+            if time.monotonic() > end:
+                if any(s and (s["busy"] or s["rpcs_waiting"]) for s in states.values()):
+                    raise ClusterError("a broker is stuck in a command or an RPC: "
+                                       f"{ {b: s and _working(s) for b, s in states.items()} }")
+                self.settled = False
+                return states
+            try:  # what came in meanwhile (RPCs, put outcomes)
+                self._handle(self.inbox.get(timeout=0.03))
+            except queue.Empty:
+                pass
+
+    def _behind(self, states: dict[int, dict[str, Any] | None]) -> bool:
+        """A slave of the current master, on an open link, that does not hold all it holds yet."""
+        m = self.master()
+        master = states.get(m) if m is not None else None
+        if not master or master.get("role") != "SYNC_MASTER":
+            return False
+        acks = {int(slave): ack for slave, ack, _ in master["connections"]}
+        for b, s in states.items():
+            if b == m or not s or s.get("role") != "SLAVE" or self.links[(b, m)].mode != OPEN:
+                continue
+            if s["master_epoch"] == master["master_epoch"] and (s["max_offset"] != master["max_offset"]
+                                                                or acks.get(s["broker_id"]) != master["max_offset"]):
+                return True
+        return False
+
+    # --- steps: the client's, the nemesis's, the controller's -------------------------------------
+
+    def restart(self, b: int) -> None:
+        """Start broker `b`'s JVM on its store (RocketMQ's recovery runs), then its ReplicasManager."""
+        node = self.nodes[b]
+        node.kill()
+        self.ha_ports[b] = None
+        node.spawn()
+        cfg = self.cfg
+        reply = self.call(b, "start", timeout=120, dir=str(node.store), broker=b, priority=_at(cfg.priorities, b, 0),
+                          file_size=cfg.file_size, flush=cfg.flush, all_ack=cfg.all_ack,
+                          in_sync_replicas=cfg.in_sync_replicas, min_in_sync_replicas=cfg.min_in_sync_replicas,
+                          async_learner=b in cfg.async_learners, brokers=cfg.brokers, ha_port=0,
+                          ha_heartbeat_ms=cfg.ha_heartbeat_ms, ha_housekeeping_ms=cfg.ha_housekeeping_ms,
+                          not_catchup_ms=cfg.not_catchup_ms, slave_timeout_ms=cfg.slave_timeout_ms)
+        self.ha_ports[b] = reply["ha_port"]
+
+    def crash(self, b: int) -> None:
+        """kill -9: what the JVM wrote stays in the page cache."""
+        self.nodes[b].kill()
+        self.ha_ports[b] = None
+        self._forget_puts(b)
+
+    def power_loss(self, b: int) -> dict[str, int]:
+        """The JVM halts and every byte not flushed is lost: the commit log and consume queue
+        files keep only their flushed prefix (the rest zeroed, as a file system that lost it
+        reads). The flushed positions are the store's own, reported just before the halt."""
+        node = self.nodes[b]
+        n = node.command("halt", power_loss=True)
+        self._pump(lambda: (b, n) in self.replies or not node.alive, 30, f"broker {b}: power loss")
+        reply = self.replies.pop((b, n), {})
+        node.kill()
+        self.ha_ports[b] = None
+        self._forget_puts(b)
+        flushed = reply.get("flushed", {})
+        for name, position in flushed.items():
+            _drop_after(Path(name), int(position))
+        return flushed
+
+    def _forget_puts(self, b: int) -> None:
+        for key in [k for k in self.puts if k[0] == b]:
+            put = self.puts.pop(key)
+            self.on_event("put_done", {"broker": b, "msg": put.msg, "queue": put.queue, "status": "NO_RESPONSE"})
+
+    def put(self, b: int, msg: str, queue_id: int) -> None:
+        """Send `msg` to broker `b`; its outcome comes later (on_event "put_done")."""
+        self.puts[(b, msg)] = Put(b, msg, queue_id)  # before the call: the outcome may come before the reply
+        try:
+            self.call(b, "put", msg=msg, queue=queue_id)
+        except (ClusterError, NodeError):
+            if (b, msg) in self.puts:
+                self._forget_puts(b)
+            raise
+
+    def read(self, b: int, queue_id: int, offset: int, max_messages: int = 32) -> dict[str, Any]:
+        return self.call(b, "read", queue=queue_id, offset=offset, max=max_messages)
+
+    def task(self, b: int, name: str) -> int:
+        """Run one of ReplicasManager's periodic tasks (RmqcheckBroker.TASKS) once on broker `b`."""
+        return self.call(b, "task", name=name)["ran"]
+
+    def heartbeat(self, b: int) -> None:
+        self.call(b, "heartbeat")
+
+    def link(self, slave: int, master: int, mode: str) -> None:
+        self.links[(slave, master)].set_mode(mode)
+
+    def links_of(self, b: int, mode: str) -> None:
+        """Every HA link to and from broker `b` (a partition of its HA traffic)."""
+        for (s, m), link in self.links.items():
+            if b in (s, m):
+                link.set_mode(mode)
+
+    def heal(self) -> None:
+        for link in self.links.values():
+            link.set_mode(OPEN)
+        self.rpc_policy.clear()
+
+
+def _at(values: tuple[int, ...], b: int, default: int) -> int:
+    return values[b - 1] if len(values) >= b else default
+
+
+def _working(state: dict[str, Any]) -> dict[str, Any]:
+    """What a broker is still doing: empty when it is idle."""
+    return {k: v for k in ("busy", "rpcs_waiting", "puts_pending", "dispatch_behind", "one_shots_pending")
+            if (v := state.get(k))}
+
+
+def _shape(state: dict[str, Any] | None) -> Any:
+    """What must stay the same for the cluster to count as quiet (HA progress, roles, epochs)."""
+    if state is None:
+        return None
+    return tuple(state.get(k) if not isinstance(state.get(k), list) else repr(state.get(k))
+                 for k in ("role", "master_epoch", "max_offset", "confirm_offset", "epochs", "sss", "local_sss",
+                           "synchronizing", "connections", "client"))
+
+
+def _drop_after(path: Path, position: int) -> None:
+    """Zero a mapped file's bytes from `position` on (what was never flushed)."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if position >= size:
+        return
+    with open(path, "r+b") as f:
+        f.seek(position)
+        left = size - position
+        chunk = b"\0" * min(left, 1 << 20)
+        while left > 0:
+            f.write(chunk[: min(left, len(chunk))])
+            left -= min(left, len(chunk))
+

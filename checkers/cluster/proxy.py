@@ -1,0 +1,139 @@
+"""A TCP proxy on one HA link (a slave's connections to one master), on loopback, that the
+nemesis can open, cut and blackhole.
+
+- open: bytes flow both ways as they come (TCP_NODELAY both sides: without it a put waited
+  26 ms for the ack, real-runs.md);
+- cut: every connection is closed and a new one is accepted and closed at once (a reset link);
+- blackhole: connections stay up but nothing gets through; what is sent is held, in order, and
+  delivered when the link opens again (a link that stalls, as a full buffer or a lost route does,
+  until TCP's retransmission gets through);
+- `bytes_held` says whether anything waits, so the harness can tell a quiet link from a busy one.
+
+The master's HA port is looked up at each new connection (`target()`), so a master that restarts
+on another port is reached through the same proxy.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections import deque
+from typing import Callable
+
+OPEN, CUT, BLACKHOLE = "open", "cut", "blackhole"
+MODES = (OPEN, CUT, BLACKHOLE)
+
+
+class _Pipe:
+    """One direction of one connection: reads from `src`, writes to `dst` unless held."""
+
+    def __init__(self, link: "LinkProxy", src: socket.socket, dst: socket.socket) -> None:
+        self.link, self.src, self.dst = link, src, dst
+        self.held: deque[bytes] = deque()
+
+    def run(self) -> None:
+        try:
+            while True:
+                data = self.src.recv(65536)
+                if not data:
+                    break
+                with self.link.lock:
+                    if self.link.mode == OPEN and not self.held:
+                        self.dst.sendall(data)
+                    else:
+                        self.held.append(data)
+        except OSError:
+            pass
+        self.link.drop(self)
+
+    def release(self) -> None:
+        """Deliver what was held (the link opened again); called with the link's lock held."""
+        try:
+            while self.held:
+                self.dst.sendall(self.held.popleft())
+        except OSError:
+            self.held.clear()
+
+
+class LinkProxy:
+    def __init__(self, name: str, target: Callable[[], int | None]) -> None:
+        self.name = name
+        self.target = target  # the master's HA port now (None: not listening)
+        self.mode = OPEN
+        self.lock = threading.Lock()
+        self.pipes: list[_Pipe] = []
+        self.connections = 0  # accepted so far
+        self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(8)
+        self.port = self.server.getsockname()[1]
+        self.closed = False
+        threading.Thread(target=self._accept, name=f"proxy-{name}", daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            port = self.target()
+            with self.lock:
+                refuse = self.mode == CUT or port is None
+            if refuse:
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", port), timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            for s in (client, upstream):
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            pair = [_Pipe(self, client, upstream), _Pipe(self, upstream, client)]
+            with self.lock:
+                self.pipes += pair
+            for p in pair:
+                threading.Thread(target=p.run, name=f"proxy-{self.name}-pipe", daemon=True).start()
+
+    def drop(self, pipe: _Pipe) -> None:
+        """One direction ended: the whole connection goes, as a TCP reset would take it."""
+        with self.lock:
+            for p in [q for q in self.pipes if q.src in (pipe.src, pipe.dst)]:
+                self.pipes.remove(p)
+            for s in (pipe.src, pipe.dst):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def set_mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown link mode {mode!r}; known: {', '.join(MODES)}")
+        with self.lock:
+            self.mode = mode
+            pipes = list(self.pipes)
+            if mode == OPEN:
+                for p in pipes:
+                    p.release()
+        if mode == CUT:
+            for p in pipes:
+                self.drop(p)
+
+    def bytes_held(self) -> int:
+        with self.lock:
+            return sum(len(b) for p in self.pipes for b in p.held)
+
+    def live_connections(self) -> int:
+        with self.lock:
+            return len(self.pipes) // 2
+
+    def close(self) -> None:
+        self.closed = True
+        try:
+            self.server.close()
+        except OSError:
+            pass
+        self.set_mode(CUT)
