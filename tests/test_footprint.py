@@ -76,8 +76,14 @@ def levels(name: str, depth: int, symmetry: bool, sleep: bool) -> explore.Result
     return explore.Explorer(std.cfg, std.bounds._replace(max_depth=depth, symmetry=symmetry, sleep_sets=sleep)).run()
 
 
+# Depths that keep `make test` short; the slow tier (-m slow) goes two deeper.
+SLEEP_DEPTHS = [("std2", 10, False), ("std3", 8, True), ("std3", 7, False)]
+
+
 @pytest.mark.heavy
-@pytest.mark.parametrize("name,depth,symmetry", [("std2", 12, False), ("std3", 9, True), ("std3", 8, False)])
+@pytest.mark.parametrize("name,depth,symmetry", SLEEP_DEPTHS + [
+    pytest.param(name, depth + 2, sym, marks=pytest.mark.slow, id=f"{name}-{depth + 2}-{sym}-deeper")
+    for name, depth, sym in SLEEP_DEPTHS])
 def test_sleep_sets_reach_every_state_at_its_depth(name, depth, symmetry):
     plain, reduced = levels(name, depth, symmetry, False), levels(name, depth, symmetry, True)
     assert reduced.levels == plain.levels and reduced.pruned == plain.pruned

@@ -22,6 +22,7 @@ FLOORS = [
     ("rmqcheck.checkers.search", 3, "checkers"),
     ("rmqcheck.checkers.proofs", 3, "checkers"),
     ("rmqcheck.checkers.java", 3, "checkers"),
+    ("rmqcheck.checkers.cluster", 3, "checkers"),
     ("rmqcheck.checkers.counterexamples", 2, "checkers"),
     ("rmqcheck.checkers", 2, "checkers"),  # the package itself
     ("rmqcheck.traces", 2.5, "traces"),

@@ -44,7 +44,7 @@ class ClusterConfig(NamedTuple):
     file_size: int = 1 << 20
     slave_timeout_ms: int = 3000
     not_catchup_ms: int = 2000
-    ha_heartbeat_ms: int = 250
+    ha_heartbeat_ms: int = 100
     ha_housekeeping_ms: int = 60_000
 
     @classmethod
@@ -177,7 +177,12 @@ class Cluster:
         """A command to broker `b`, its reply; RPCs meanwhile are handled as the policy says."""
         node = self.nodes[b]
         n = node.command(op, **args)
-        self._pump(lambda: (b, n) in self.replies or not node.alive, timeout, f"broker {b}: {op}")
+        try:
+            self._pump(lambda: (b, n) in self.replies or not node.alive, timeout, f"broker {b}: {op}")
+        except ClusterError:
+            node.dump_threads()
+            raise ClusterError(f"broker {b}: {op}: no answer within {timeout:g} s (a thread dump is in {node.log})") \
+                from None
         reply = self.replies.pop((b, n), None)
         if reply is None:
             raise ClusterError(f"broker {b} died during {op} ({node.log_tail()})")
@@ -206,7 +211,7 @@ class Cluster:
             return None
         return int(str(address).rsplit(":", 1)[1]) - 30000
 
-    def settle(self, timeout: float = 20.0) -> dict[int, dict[str, Any] | None]:
+    def settle(self, timeout: float = 8.0) -> dict[int, dict[str, Any] | None]:
         """Run queued one-shots and wait until the cluster is quiet (module docstring) and every
         slave on an open link to the master holds what the master holds; the brokers' states.
         `self.settled` says whether that happened within `timeout` seconds (a slave that cannot

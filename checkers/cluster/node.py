@@ -78,6 +78,8 @@ class BrokerNode:
             except ValueError:
                 body = {"garbage": line.decode("utf-8", "replace")[:300]}
             kind = "reply" if "reply" in body else "rpc" if "rpc" in body else "event" if "event" in body else "garbage"
+            if kind == "garbage":
+                body = {"garbage": line.decode("utf-8", "replace")[:300]}
             self.inbox.put(Item(self.broker, kind, body))
         proc.wait()
         self.inbox.put(Item(self.broker, "exit", {"pid": proc.pid, "code": proc.returncode}))
@@ -112,6 +114,12 @@ class BrokerNode:
             except ProcessLookupError:
                 pass
             self.proc.wait()
+
+    def dump_threads(self) -> None:
+        """A thread dump into the broker's log (SIGQUIT), to see where it hangs."""
+        if self.alive:
+            assert self.proc is not None
+            os.kill(self.proc.pid, signal.SIGQUIT)
 
     def log_tail(self, limit: int = 600) -> str:
         try:

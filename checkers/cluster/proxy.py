@@ -1,5 +1,5 @@
 """A TCP proxy on one HA link (a slave's connections to one master), on loopback, that the
-nemesis can open, cut and blackhole.
+nemesis can open, cut and blackhole. It forwards whole AutoSwitchHA frames (`frame_end`).
 
 - open: bytes flow both ways as they come (TCP_NODELAY both sides: without it a put waited
   26 ms for the ack, real-runs.md);
@@ -24,12 +24,40 @@ OPEN, CUT, BLACKHOLE = "open", "cut", "blackhole"
 MODES = (OPEN, CUT, BLACKHOLE)
 
 
-class _Pipe:
-    """One direction of one connection: reads from `src`, writes to `dst` unless held."""
+# AutoSwitchHA frames (big-endian; state 1 HANDSHAKE, 2 TRANSFER). Slave to master: a 16-byte
+# handshake or a 12-byte ack. Master to slave: a handshake of 20 bytes plus its body (12 a
+# epoch entry), a transfer of 36 bytes plus its body; the body size is the int at byte 4.
+_TO_MASTER = {1: 16, 2: 12}
+_TO_SLAVE_HEADER = {1: 20, 2: 36}
 
-    def __init__(self, link: "LinkProxy", src: socket.socket, dst: socket.socket) -> None:
-        self.link, self.src, self.dst = link, src, dst
+
+def frame_end(buf: bytes | bytearray, to_master: bool) -> int:
+    """The length of the whole frame at the start of `buf`: 0 while incomplete, -1 when `buf`
+    does not start with a frame this proxy knows (then bytes are passed as they come)."""
+    if len(buf) < 8:
+        return 0
+    state = int.from_bytes(buf[:4], "big")
+    if to_master:
+        size = _TO_MASTER.get(state, -1)
+    elif state in _TO_SLAVE_HEADER:
+        size = _TO_SLAVE_HEADER[state] + int.from_bytes(buf[4:8], "big", signed=True)
+    else:
+        size = -1
+    if size < 0:
+        return -1
+    return size if len(buf) >= size else 0
+
+
+class _Pipe:
+    """One direction of one connection: reads from `src`, writes whole frames to `dst` unless
+    held. The master writes a frame's header and body in two writes; sent on at once, a slave can
+    read half a handshake reply, send its handshake again and meet a second reply in TRANSFER
+    ("State not matched", then a 5 s wait): whole frames keep the proxy from adding to that race."""
+
+    def __init__(self, link: "LinkProxy", src: socket.socket, dst: socket.socket, to_master: bool) -> None:
+        self.link, self.src, self.dst, self.to_master = link, src, dst, to_master
         self.held: deque[bytes] = deque()
+        self.partial = bytearray()
 
     def run(self) -> None:
         try:
@@ -37,11 +65,21 @@ class _Pipe:
                 data = self.src.recv(65536)
                 if not data:
                     break
+                self.partial += data
+                frames = []
+                while self.partial:
+                    end = frame_end(self.partial, self.to_master)
+                    if end == 0:
+                        break
+                    end = len(self.partial) if end < 0 else end
+                    frames.append(bytes(self.partial[:end]))
+                    del self.partial[:end]
                 with self.link.lock:
-                    if self.link.mode == OPEN and not self.held:
-                        self.dst.sendall(data)
-                    else:
-                        self.held.append(data)
+                    for frame in frames:
+                        if self.link.mode == OPEN and not self.held:
+                            self.dst.sendall(frame)
+                        else:
+                            self.held.append(frame)
         except OSError:
             pass
         self.link.drop(self)
@@ -92,7 +130,7 @@ class LinkProxy:
                 continue
             for s in (client, upstream):
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            pair = [_Pipe(self, client, upstream), _Pipe(self, upstream, client)]
+            pair = [_Pipe(self, client, upstream, to_master=True), _Pipe(self, upstream, client, to_master=False)]
             with self.lock:
                 self.pipes += pair
             for p in pair:
@@ -104,10 +142,11 @@ class LinkProxy:
             for p in [q for q in self.pipes if q.src in (pipe.src, pipe.dst)]:
                 self.pipes.remove(p)
             for s in (pipe.src, pipe.dst):
-                try:
-                    s.close()
+                try:  # shutdown first: it wakes the other direction's blocked recv and sends the FIN
+                    s.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+                s.close()
 
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:

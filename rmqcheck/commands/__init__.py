@@ -1,6 +1,6 @@
 """One module per command, in the order `rmqcheck --help` lists them. Shared helpers live in
 `common`; no command imports another command's module."""
 
-from . import bugs, check, conform, explore, hunt, invariants, matrix, prove, replay, report, scenario, simulate, validate
+from . import bugs, check, cluster, conform, explore, hunt, invariants, matrix, prove, replay, report, scenario, simulate, validate
 
-COMMANDS = (check, hunt, explore, conform, matrix, report, replay, prove, bugs, invariants, simulate, validate, scenario)
+COMMANDS = (check, hunt, explore, conform, cluster, matrix, report, replay, prove, bugs, invariants, simulate, validate, scenario)

@@ -193,7 +193,7 @@ public final class RmqcheckBroker {
                 replicas.sendHeartbeatToController();
                 return null;
             case "halt":
-                return halt(Json.bool(req, "power_loss"));
+                return halt(Json.longOf(req, "id"), Json.bool(req, "power_loss"));
             case "shutdown":
                 replicas.shutdown();
                 store.shutdown();
@@ -378,12 +378,12 @@ public final class RmqcheckBroker {
      * Die now. With `powerLoss`, first say how far each file was flushed (the harness then drops
      * what was not), holding the output so that nothing else (an ack, a put's outcome) gets out.
      */
-    private Map<String, Object> halt(boolean powerLoss) throws Exception {
+    private Map<String, Object> halt(long id, boolean powerLoss) throws Exception {
         synchronized (out) {
             if (powerLoss) {
-                Map<String, Object> m = Wire.ok();
+                Map<String, Object> m = reply(id);
                 m.put("flushed", flushed());
-                out.write(Json.write(m).replace("{\"ok\":true", "{\"ok\":true,\"halted\":true"));
+                out.write(Json.write(m));
                 out.write('\n');
                 out.flush();
             }

@@ -1,0 +1,268 @@
+"""Seeded random runs of the cluster, Jepsen-shaped: a generator of operations, a client that
+applies the client's, a nemesis that applies the faults, and a checker over the recorded
+history; the four never reach into each other.
+
+- generator (`schedule`): a seeded list of operations: puts and reads, rounds of time (heartbeats,
+  a controller tick, elections, ReplicasManager's tasks), and at most `faults` perturbations:
+  crash (kill -9), power loss, a broker's HA links cut or blackholed, a broker cut off from the
+  controller. Healing (restart, heal) is never bounded. Every run ends with everything healed,
+  every broker restarted and rounds until a master serves, then a read of every queue to its end.
+- client (`Client`): sends each put to the broker the controller names master and records the
+  outcome; reads from a broker at the consumer's offset; both as OpenChaos history lines.
+- nemesis (`Nemesis`): applies the faults to the cluster; a fault line in the history for each.
+- checker (`check_run`): `rmqcheck validate`'s local engine over the run's folder (its history and
+  the brokers' epoch files), each violation then classed against what the configuration promises.
+
+A run's folder: `history` (OpenChaos), `steps.jsonl` (each operation and what it did), `stores/`
+(each broker's store, epoch file included), `broker-N.log` (the JVMs' stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+from rmqcheck.invariants.catalogue import expected_ids
+from rmqcheck.model.config import Config
+from rmqcheck.traces.validate import discover, validate_local
+
+from .harness import DROP, Cluster, ClusterConfig
+from .proxy import BLACKHOLE, CUT
+
+# OpenChaos results of a put (traces/openchaos.py): what the client knows of its message.
+DEFINITE_FAILURES = {"IN_SYNC_REPLICAS_NOT_ENOUGH", "SERVICE_NOT_AVAILABLE", "MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED",
+                     "NO_ROUTE"}  # nothing was appended
+
+# What each history or store check stands for in the model's catalogue (invariants/catalogue.py).
+CHECK_INVARIANT = {"lost_ack": "I1", "read_truncated": "I3", "epoch_agreement": "I5", "consistent_point": "I5",
+                   "offset_agreement": "I9", "read_failed": "I3", "order": "I1"}
+REPORTED_ONLY = {"duplicate"}  # allowed by at-least-once delivery
+
+FAULTS = ("crash", "power_loss", "isolate_ha", "blackhole_ha", "isolate_controller")
+
+
+class Op(NamedTuple):
+    f: str
+    arg: int | None = None
+
+
+def schedule(seed: int, brokers: int, steps: int, faults: int, queues: int = 1) -> list[Op]:
+    """The run's operations, from the seed alone."""
+    rng = random.Random(seed)
+    ops: list[Op] = [Op("round")]
+    left = faults
+    for _ in range(steps):
+        r = rng.random()
+        if r < 0.35:
+            ops.append(Op("put", rng.randrange(queues)))
+        elif r < 0.50:
+            ops.append(Op("read", rng.randrange(queues)))
+        elif r < 0.75:
+            ops.append(Op("round"))
+        elif r < 0.85 or left == 0:
+            ops.append(Op(rng.choice(("restart", "heal")), rng.randint(1, brokers)))
+        else:
+            ops.append(Op(rng.choice(FAULTS), rng.randint(1, brokers)))
+            left -= 1
+    return ops
+
+
+class History:
+    """OpenChaos history lines (traces/openchaos.py reads them)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines: list[str] = []
+
+    def _now(self) -> int:
+        return int(time.time() * 1000)
+
+    def request(self, client: int, msg: str, queue: int) -> None:
+        self.lines.append(f"{client}\tenqueue\tREQUEST\t{msg}\tq{queue}\t{self._now()}\tnull")
+
+    def response(self, client: int, msg: str, queue: int, result: str) -> None:
+        self.lines.append(f"{client}\tenqueue\tRESPONSE\t{result}\t{msg}\tq{queue}\t{self._now()}\t0\tnull\t0")
+
+    def read(self, client: int, msg: str, queue: int) -> None:
+        self.lines.append(f"{client}\tdequeue\tRESPONSE\tSUCCESS\t{msg}\tq{queue}\t{self._now()}\t0\tnull\t0")
+
+    def fault(self, name: str, phase: str) -> None:
+        self.lines.append(f"fault\t{name}\t{phase}\t{self._now()}")
+
+    def write(self) -> None:
+        self.path.write_text("".join(line + "\n" for line in self.lines))
+
+
+class Client:
+    """The producer and the consumer. Each put is its own client id (OpenChaos: one request in
+    flight a client), so outcomes may come in any order."""
+
+    def __init__(self, cluster: Cluster, history: History, queues: int) -> None:
+        self.cluster = cluster
+        self.history = history
+        self.sent = 0
+        self.offsets = [0] * queues
+        self.pending: dict[str, tuple[int, int]] = {}  # msg -> (client id, queue)
+
+    def on_put_done(self, body: dict[str, Any]) -> None:
+        client, queue = self.pending.pop(body["msg"], (None, body.get("queue", 0)))
+        if client is None:
+            return
+        status = body.get("status", "NO_RESPONSE")
+        result = "SUCCESS" if status == "PUT_OK" else "FAILURE" if status in DEFINITE_FAILURES else "UNKNOWN"
+        self.history.response(client, body["msg"], queue, result)
+
+    def put(self, queue: int) -> str:
+        self.sent += 1
+        msg, client = f"m{self.sent}", self.sent
+        self.history.request(client, msg, queue)
+        master = self.cluster.master()
+        state = self.cluster.observe(master) if master is not None else None
+        if not state or state.get("role") != "SYNC_MASTER":
+            self.history.response(client, msg, queue, "FAILURE")  # no route: nothing sent
+            return "no master"
+        self.pending[msg] = (client, queue)
+        self.cluster.put(master, msg, queue)
+        return f"to broker {master}"
+
+    def read(self, queue: int, broker: int | None = None) -> int:
+        """Read the next messages of `queue` from `broker` (default: the master); how many."""
+        b = broker if broker is not None else self.cluster.master()
+        if b is None or not self.cluster.nodes[b].alive:
+            return 0
+        got = self.cluster.read(b, queue, self.offsets[queue])
+        for m in got.get("messages", []):
+            self.history.read(0, m["msg"], queue)
+        if got.get("messages"):
+            self.offsets[queue] = got["next"]
+        return len(got.get("messages", []))
+
+
+class Nemesis:
+    """Faults and their healing, each a fault line in the history."""
+
+    def __init__(self, cluster: Cluster, history: History) -> None:
+        self.cluster = cluster
+        self.history = history
+
+    def apply(self, op: Op) -> str:
+        c, b = self.cluster, op.arg
+        if op.f == "crash" and c.nodes[b].alive:
+            c.crash(b)
+        elif op.f == "power_loss" and c.nodes[b].alive:
+            c.power_loss(b)
+        elif op.f == "restart" and not c.nodes[b].alive:
+            c.restart(b)
+        elif op.f in ("isolate_ha", "blackhole_ha"):
+            c.links_of(b, CUT if op.f == "isolate_ha" else BLACKHOLE)
+        elif op.f == "isolate_controller":
+            c.rpc_policy[b] = DROP
+        elif op.f == "heal":
+            c.heal()
+        else:
+            return "nothing to do"
+        self.history.fault(op.f, "end" if op.f in ("restart", "heal") else "start")
+        return "done"
+
+
+def time_passes(cluster: Cluster) -> None:
+    """One round: every live broker heartbeats, the controller's clock ticks (and it elects when
+    the master is gone), every broker asks for the replica info, the master checks its set."""
+    c = cluster
+    assert c.controller is not None
+    live = [b for b in c.brokers if c.nodes[b].alive]
+    for b in live:
+        c.heartbeat(b)
+    c.controller.tick()
+    if c.controller.needs_election():
+        c.controller.elect()
+    for b in live:
+        c.task(b, "sync_replica_info")
+    c.settle()
+    master = c.master()
+    if master in live:
+        c.task(master, "check_sss")
+
+
+class RunResult(NamedTuple):
+    seed: int
+    folder: Path
+    steps: int
+    settled: bool  # every step ended quiet
+    seconds: float
+    violations: list[tuple[str, str, str, str]]  # (check, kind, subject, detail)
+
+
+def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int = 3, src: str | None = None,
+             on_step: Callable[[int, int], None] | None = None) -> RunResult:
+    """One seeded run on a fresh cluster in `folder`, recorded and checked."""
+    started = time.perf_counter()
+    folder.mkdir(parents=True, exist_ok=True)
+    history = History(folder / "history")
+    log = open(folder / "steps.jsonl", "w")
+    client: Client | None = None
+
+    def on_event(kind: str, body: dict[str, Any]) -> None:
+        if kind == "put_done" and client is not None:
+            client.on_put_done(body)
+
+    ops = schedule(seed, cfg.brokers, steps, faults, cfg.queues)
+    settled = True
+    try:
+        with Cluster(ClusterConfig.from_model(cfg), folder, src, on_event) as cluster:
+            client = Client(cluster, history, cfg.queues)
+            nemesis = Nemesis(cluster, history)
+            for i, op in enumerate(ops + _ending(cfg), start=1):
+                if op.f == "put":
+                    what = client.put(op.arg)
+                elif op.f == "read":
+                    what = f"{client.read(op.arg)} read"
+                elif op.f == "round":
+                    time_passes(cluster)
+                    what = f"master {cluster.master()}"
+                elif op.f == "final_read":
+                    what = f"{sum(client.read(q) for q in range(cfg.queues))} read"
+                else:
+                    what = nemesis.apply(op)
+                cluster.settle()
+                settled &= cluster.settled
+                log.write(json.dumps({"step": i, "op": op.f, "arg": op.arg, "result": what,
+                                      "settled": cluster.settled, "controller": cluster.controller.last}) + "\n")
+                if on_step is not None:
+                    on_step(i, len(ops))
+            for queue in range(cfg.queues):  # read to the end
+                while client.read(queue):
+                    pass
+            for msg in list(client.pending):
+                client.on_put_done({"msg": msg, "status": "NO_RESPONSE"})
+    finally:
+        history.write()
+        log.close()
+    return RunResult(seed, folder, len(ops), settled, time.perf_counter() - started, check_run(folder, cfg))
+
+
+def _ending(cfg: Config) -> list[Op]:
+    """Heal everything, restart every broker, let time pass until a master serves, read."""
+    return [Op("heal"), *[Op("restart", b) for b in range(1, cfg.brokers + 1)], *[Op("round")] * 4, Op("final_read")]
+
+
+def check_run(folder: Path, cfg: Config) -> list[tuple[str, str, str, str]]:
+    """Every violation `validate` finds in the run, with its kind: "reported" (allowed by the
+    delivery guarantee), "expected" (the configuration does not promise what it breaks) or
+    "unexplained" (the running code broke what the configuration promises)."""
+    report = validate_local(discover([str(folder)]))
+    promised = expected_ids(cfg)
+    out = []
+    for v in report.violations:
+        if v.check in REPORTED_ONLY:
+            kind = "reported"
+        elif CHECK_INVARIANT.get(v.check) not in promised:
+            kind = "expected"
+        else:
+            kind = "unexplained"
+        out.append((v.check, kind, v.subject, v.detail))
+    return out
+

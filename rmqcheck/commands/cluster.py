@@ -1,0 +1,108 @@
+"""`rmqcheck cluster`: seeded fault schedules on a cluster of RocketMQ's own broker-side code
+(checkers/cluster/, docs/cluster.md), each run recorded and checked."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+from pathlib import Path
+
+from rich.table import Table
+
+from rmqcheck.checkers.cluster.harness import ClusterError
+from rmqcheck.checkers.cluster.node import NodeError
+from rmqcheck.checkers.cluster.run import run_once
+from rmqcheck.checkers.java.build import BuildError
+from rmqcheck.checkers.java.driver import DriverError
+from rmqcheck.model import configs
+from rmqcheck.outputs import check_folder, output_folder
+
+from .common import Bar, UsageError, add_result_options, add_source_argument, budget_seconds, out, positive
+
+NAME = "cluster"
+HELP = "seeded fault schedules on a cluster of RocketMQ's own broker-side code, each run recorded and checked"
+# Paths by role (cli.py refuses an output that is an input too, or named twice).
+OUTPUTS = ("--out",)
+INPUTS = ("--config", "--rocketmq-src")
+REPLACED = ("--out",)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", default="durable3", help=f"named configuration ({', '.join(configs.NAMED)}) or JSON file")
+    how_long = p.add_mutually_exclusive_group()
+    how_long.add_argument("--runs", type=positive, help="runs (default 3)")
+    how_long.add_argument("--budget", type=budget_seconds, help="seconds: runs until the budget ends")
+    p.add_argument("--seed", type=int, default=0, help="the first run's seed; run i has seed + i")
+    p.add_argument("--steps", type=positive, default=30, help="operations a run before its ending (default 30)")
+    p.add_argument("--faults", type=int, default=3, help="perturbations a run at most (default 3)")
+    p.add_argument("--out", default="counterexamples/cluster", help="folder for the runs (replaced whole with --force)")
+    p.add_argument("--force", action="store_true", help="replace --out when it holds an earlier run of rmqcheck's")
+    p.add_argument("--keep-stores", action="store_true",
+                   help="keep every run's stores (by default only those of runs with a violation)")
+    add_source_argument(p)
+    add_result_options(p)
+
+
+def run(args) -> int:
+    cfg = configs.load(args.config)
+    if cfg.brokers < 2:
+        raise UsageError(f"--config {args.config}: a cluster needs at least 2 brokers")
+    check_folder(args.out, "--out", args.force)
+    runs = args.runs or (None if args.budget else 3)
+    unexplained = 0
+    table = Table(title=f"rmqcheck cluster: {args.config}, seed {args.seed}")
+    for col in ("run", "seed", "steps", "settled", "seconds", "violations"):
+        table.add_column(col, overflow="fold")
+    started = time.perf_counter()
+    try:
+        with Bar("cluster runs", runs, timed=False) as bar, output_folder(args.out, "rmqcheck cluster") as partial:
+            i = 0
+            while (runs is None or i < runs) and (not args.budget or time.perf_counter() - started < args.budget):
+                seed = args.seed + i
+                r = run_once(cfg, seed, partial / f"run-{seed}", args.steps, args.faults, args.rocketmq_src)
+                found = [v for v in r.violations if v[1] != "reported"]
+                bad = [v for v in found if v[1] == "unexplained"]
+                unexplained += len(bad)
+                if not found and not args.keep_stores:
+                    shutil.rmtree(r.folder / "stores", ignore_errors=True)
+                if found:
+                    _write_violation(r, args, cfg)
+                table.add_row(str(i + 1), str(seed), str(r.steps), "yes" if r.settled else "no", f"{r.seconds:.1f}",
+                              "\n".join(f"{c} ({kind}) {subject}: {detail}" for c, kind, subject, detail in found) or "-")
+                _result(args, r, found, bad)
+                i += 1
+                bar.update(f"{i} runs, {unexplained} unexplained", completed=i)
+    except (BuildError, DriverError) as exc:
+        raise UsageError(f"the cluster could not start: {exc}") from None
+    except (ClusterError, NodeError) as exc:
+        raise UsageError(f"the cluster failed (its logs are under the run's folder): {exc}") from None
+    out.print(table)
+    seconds = time.perf_counter() - started
+    out.print(f"{i} runs in {seconds:.0f} s ({3600 * i / max(seconds, 1e-9):.0f} an hour); written to {args.out}")
+    if unexplained:
+        out.print(f"[bold red]{unexplained} violations the configuration does not explain[/]")
+        return 1
+    return 0
+
+
+def _write_violation(r, args, cfg) -> None:
+    """What reruns the run: its configuration and schedule (the seed), beside the run's files."""
+    (r.folder / "violation.json").write_text(json.dumps({
+        "kind": "rmqcheck cluster run", "config": configs.to_dict(cfg), "seed": r.seed, "steps": args.steps,
+        "faults": args.faults, "violations": [dict(zip(("check", "kind", "subject", "detail"), v)) for v in r.violations],
+    }, indent=1) + "\n")
+
+
+def _result(args, r, found, bad) -> None:
+    name = f"run {r.seed}"
+    notes = [f"{c} ({kind}) {subject}: {detail}" for c, kind, subject, detail in found if kind != "unexplained"]
+    if not r.settled:
+        notes.append("some steps did not settle: the run may not repeat exactly")
+    if bad:
+        c, _, subject, detail = bad[0]
+        args.results.add("cluster", name, "failed", f"{c} violated (unexplained): {subject}: {detail}",
+                         invariant=c, file=r.folder, seconds=r.seconds, notes=notes)
+    else:
+        args.results.add("cluster", name, seconds=r.seconds, notes=notes)

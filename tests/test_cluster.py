@@ -1,0 +1,242 @@
+"""Real runs (issue 41, checkers/cluster/): the harness's parts alone (the link proxy, the
+generator, the history it writes, power loss on a file), then RocketMQ's own broker-side code as a
+cluster: a failover with the old master rejoining, the restart that moves an epoch's start, and
+`rmqcheck cluster` from the command line. The cluster tests need a JDK and ../shared/rocketmq."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_rocketmq
+from rmqcheck.checkers.cluster import run as cluster_run
+from rmqcheck.checkers.cluster.harness import Cluster, ClusterConfig, _drop_after
+from rmqcheck.checkers.cluster.proxy import BLACKHOLE, CUT, OPEN, LinkProxy
+from rmqcheck.cli import main
+from rmqcheck.traces.openchaos import read_history
+from rmqcheck.traces.validate import discover, validate_local
+
+
+# --- the parts -----------------------------------------------------------------------------------
+
+
+def ack(offset: int) -> bytes:
+    """A slave's ack frame: TRANSFER, the offset."""
+    return (2).to_bytes(4, "big") + offset.to_bytes(8, "big")
+
+
+def heartbeat(offset: int) -> bytes:
+    """A master's transfer frame with no body: TRANSFER, size 0, offset, epoch, epoch start, confirm."""
+    return (2).to_bytes(4, "big") + (0).to_bytes(4, "big") + offset.to_bytes(8, "big") + (1).to_bytes(4, "big") \
+        + (0).to_bytes(8, "big") + offset.to_bytes(8, "big")
+
+
+@pytest.fixture
+def master_port():
+    """A stand-in master: each ack is answered with a heartbeat at that offset, written in two
+    pieces (header, then the rest) as AutoSwitchHAConnection writes a frame's parts."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+
+    def answer(conn):
+        with conn:
+            while len(data := conn.recv(12)) == 12:
+                frame = heartbeat(int.from_bytes(data[4:], "big"))
+                conn.sendall(frame[:20])
+                time.sleep(0.05)
+                conn.sendall(frame[20:])
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+
+
+def _recv_frame(s: socket.socket) -> bytes:
+    return s.recv(4096)
+
+
+def test_a_link_forwards_whole_frames_holds_releases_and_cuts(master_port):
+    link = LinkProxy("t", lambda: master_port)
+    try:
+        s = socket.create_connection(("127.0.0.1", link.port), timeout=2)
+        s.sendall(ack(7))
+        assert _recv_frame(s) == heartbeat(7)  # one read: the two pieces came as one frame
+        link.set_mode(BLACKHOLE)  # the connection stays up, nothing gets through
+        s.sendall(ack(9))
+        with pytest.raises(socket.timeout):
+            s.settimeout(0.3)
+            s.recv(10)
+        assert link.bytes_held() == 12
+        link.set_mode(OPEN)  # delivered, in order
+        s.settimeout(2)
+        assert _recv_frame(s) == heartbeat(9) and link.bytes_held() == 0
+        link.set_mode(CUT)
+        assert s.recv(10) == b""  # closed
+        s.close()
+        with socket.create_connection(("127.0.0.1", link.port), timeout=2) as again:  # accepted, closed at once
+            assert again.recv(10) == b""
+        link.set_mode(OPEN)
+        with socket.create_connection(("127.0.0.1", link.port), timeout=2) as back:
+            back.sendall(ack(11))
+            assert _recv_frame(back) == heartbeat(11)
+    finally:
+        link.close()
+    with pytest.raises(ValueError, match="unknown link mode"):
+        link.set_mode("sideways")
+
+
+def test_frames_are_cut_where_the_ha_protocol_says():
+    from rmqcheck.checkers.cluster.proxy import frame_end
+
+    assert frame_end(ack(5), to_master=True) == 12 and frame_end(ack(5)[:7], to_master=True) == 0
+    handshake = (1).to_bytes(4, "big") + (24).to_bytes(4, "big") + bytes(12) + bytes(24)  # two epoch entries
+    assert frame_end(handshake, to_master=False) == 44 and frame_end(handshake[:43], to_master=False) == 0
+    assert frame_end(heartbeat(3) + ack(1), to_master=False) == 36
+    assert frame_end(b"\0\0\0\x09" + bytes(8), to_master=False) == -1  # not a frame: passed on as it comes
+
+
+def test_the_schedule_is_the_seed_s_and_bounds_the_faults():
+    a, b = cluster_run.schedule(7, 3, 200, 3), cluster_run.schedule(7, 3, 200, 3)
+    assert a == b and a != cluster_run.schedule(8, 3, 200, 3)
+    assert sum(op.f in cluster_run.FAULTS for op in a) <= 3
+    assert {op.f for op in a} >= {"put", "read", "round"}
+
+
+def test_the_history_is_openchaos_and_a_lost_ack_is_found(tmp_path):
+    h = cluster_run.History(tmp_path / "history")
+    h.request(1, "m1", 0)
+    h.response(1, "m1", 0, "SUCCESS")
+    h.request(2, "m2", 0)
+    h.response(2, "m2", 0, "SUCCESS")
+    h.fault("crash", "start")
+    h.read(0, "m2", 0)
+    h.write()
+    table, bad = read_history(str(tmp_path / "history"))
+    assert not bad and table.num_rows == 3
+    lost = [v for v in validate_local(discover([str(tmp_path)])).violations if v.check == "lost_ack"]
+    assert [v.subject for v in lost] == ["message m1"]  # the checker can fail
+
+
+def test_power_loss_zeroes_what_was_not_flushed(tmp_path):
+    f = tmp_path / "00000000000000000000"
+    f.write_bytes(b"x" * 100)
+    _drop_after(f, 60)
+    assert f.read_bytes() == b"x" * 60 + b"\0" * 40
+    _drop_after(f, 200)  # beyond the end: nothing
+    _drop_after(tmp_path / "missing", 0)
+    assert f.stat().st_size == 100
+
+
+# --- RocketMQ's code as a cluster --------------------------------------------------------------------
+
+
+def _show(states, *keys):
+    return {b: s and {k: s[k] for k in keys} for b, s in states.items()}
+
+
+def _own_jvms(cluster: Cluster) -> list[int]:
+    return [n.proc.pid for n in cluster.nodes.values() if n.proc is not None]
+
+
+@needs_rocketmq
+@pytest.mark.heavy
+def test_a_failover_elects_a_slave_and_the_old_master_rejoins_holding_every_acked_message(tmp_path):
+    """failover-with-truncation's shape on the running code: broker 3's link is blackholed, so
+    m2 reaches broker 2 only and times out (present but not acked); the master dies; the controller
+    elects broker 2 (epoch 2 from offset 218); broker 1 restarts as its slave and catches up."""
+    outcomes = {}
+    with Cluster(ClusterConfig(brokers=3), tmp_path,
+                 on_event=lambda kind, body: outcomes.update({body["msg"]: body["status"]})
+                 if kind == "put_done" else None) as c:
+        c.settle()
+        assert c.master() == 1 and c.settled
+        c.put(1, "m1", 0)
+        c.settle()
+        c.link(3, 1, BLACKHOLE)
+        c.put(1, "m2", 0)
+        c.settle()
+        assert outcomes == {"m1": "PUT_OK", "m2": "FLUSH_SLAVE_TIMEOUT"}
+        jvms = _own_jvms(c)
+        c.crash(1)
+        for _ in range(4):  # heartbeats stop from broker 1; after the timeout the controller elects
+            for b in (2, 3):
+                c.heartbeat(b)
+            c.controller.tick()
+            if c.controller.needs_election():
+                c.controller.elect()
+        assert c.master() == 2 and c.controller.last["master_epoch"] == 2
+        for b in (2, 3):
+            c.task(b, "sync_replica_info")
+        c.link(3, 1, OPEN)
+        c.restart(1)
+        c.task(1, "sync_replica_info")
+        states = c.settle(timeout=20)  # an HA client whose first connection fails waits 5 s to retry
+        assert c.settled, _show(states, "role", "epochs", "max_offset", "client")
+        assert [s["role"] for s in states.values()] == ["SLAVE", "SYNC_MASTER", "SLAVE"]
+        for s in states.values():  # every replica holds both messages and the same epochs
+            assert [m[2] for m in s["messages"]] == ["m1", "m2"]
+            assert s["epochs"][:1] == [[1, 0, 218]] or s["epochs"] == [[1, 0, 9223372036854775807]]
+        assert states[2]["epochs"] == [[1, 0, 218], [2, 218, 9223372036854775807]]
+        assert c.read(2, 0, 0)["messages"][0]["msg"] == "m1"
+    for pid in jvms:  # every JVM the cluster started has ended
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+@needs_rocketmq
+@pytest.mark.heavy
+def test_a_master_restarted_before_the_controller_notices_moves_its_epoch_and_strands_its_slaves(tmp_path):
+    """epoch_reapply_moves_start (the README's findings) on the running code: after kill -9 and a
+    restart, ReplicasManager's in-memory masterEpoch is 0, the controller still names the broker
+    master of epoch 1, and changeToMaster(1) re-appends epoch 1 at the max offset. The slaves hold
+    (1, 0): their handshakes find no consistent point, and they retry for ever."""
+    with Cluster(ClusterConfig(brokers=3), tmp_path) as c:
+        c.settle()
+        for i in range(3):
+            c.put(1, f"m{i + 1}", 0)
+        c.settle()
+        end = c.observe(1)["max_offset"]
+        c.crash(1)
+        c.restart(1)
+        c.task(1, "sync_replica_info")
+        states = c.settle(timeout=4)
+        assert not c.settled  # the slaves never catch up
+        assert states[1]["epochs"] == [[1, end, 9223372036854775807]]
+        assert states[2]["epochs"] == states[3]["epochs"] == [[1, 0, 9223372036854775807]]
+        assert {s["client"] for b, s in states.items() if b != 1} == {"READY"}
+    found = [v for v in validate_local(discover([str(tmp_path)])).violations]
+    assert {v.check for v in found} >= {"epoch_agreement", "consistent_point"}
+
+
+@needs_rocketmq
+@pytest.mark.heavy
+def test_the_cluster_command_records_and_checks_a_run(tmp_path, capsys):
+    out = tmp_path / "runs"
+    code = main(["cluster", "--config", "durable3", "--runs", "1", "--steps", "6", "--faults", "1", "--seed", "3",
+                 "--out", str(out), "--summary-json", str(tmp_path / "s.json")])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    assert (out / "run-3" / "history").exists() and (out / "run-3" / "steps.jsonl").exists()
+    steps = [json.loads(line) for line in (out / "run-3" / "steps.jsonl").read_text().splitlines()]
+    assert steps[0]["op"] == "round" and steps[-1]["op"] == "final_read"
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["command"] == "cluster" and summary["exit_status"] == 0
+    assert main(["cluster", "--runs", "1", "--out", str(out)]) == 2  # an earlier output: --force replaces it
+    assert main(["cluster", "--config", "default", "--runs", "1", "--steps", "2", "--out", str(tmp_path / "x"),
+                 "--rocketmq-src", str(tmp_path)]) == 2
+    assert "not a RocketMQ source tree" in capsys.readouterr().err
