@@ -160,5 +160,8 @@ def write_all(results: Results, status: int, junit: Path | None, summary_json: P
                 raise OutputError(f"{option} {path}: cannot be written: {exc.strerror or exc}") from None
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as f:
-            f.write(results.markdown(status))
+        try:
+            with open(step_summary, "a", encoding="utf-8") as f:
+                f.write(results.markdown(status))
+        except OSError as exc:
+            raise OutputError(f"$GITHUB_STEP_SUMMARY {step_summary}: cannot be written: {exc.strerror or exc}") from None

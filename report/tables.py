@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
+from rmqcheck.outputs import write_atomically
 from rmqcheck.checkers.search.hunting import BUG_TOGGLE, EXPECTED, SNAPSHOT_DEFECT, UNEXPLAINED
 from rmqcheck.checkers.tables.matrix import Cell, Row
 from rmqcheck.checkers.tables.rediscovery import METHODS, Measure, Subject
@@ -80,7 +81,7 @@ def splice(path: Path, name: str, text: str) -> None:
     """Replace the generated block `name` of the file at `path`."""
     source, pattern = _block(path, name)
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    path.write_text(pattern.sub(lambda _: f"{start}\n{text}\n{end}", source, count=1))
+    write_atomically(path, pattern.sub(lambda _: f"{start}\n{text}\n{end}", source, count=1))
 
 
 def _method_cell(m: Measure | None) -> str:

@@ -112,7 +112,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args.results = ci.Results(args.command, argv)
     judging = hasattr(args, "junit")
     try:
-        _check_roles(args, judging)
+        _check_roles(args, judging, argv)
         outputs = (check_output(args.junit, "--junit"), check_output(args.summary_json, "--summary-json")) \
             if judging else (None, None)
     except OutputError as exc:
@@ -136,12 +136,14 @@ def _main(argv: Sequence[str] | None) -> int:
     return status
 
 
-def _check_roles(args, judging: bool) -> None:
+def _check_roles(args, judging: bool, argv: Sequence[str]) -> None:
     """No output that is an input too, and no path named by two outputs (rmqcheck/outputs.py).
     A command names its roles by option: OUTPUTS (files or folders it writes), INPUTS (what it
     reads; a positional argument by its name), REPLACED (output folders replaced whole) and
-    READ_WHOLE (input folders whose every file is read)."""
+    READ_WHOLE (input folders whose every file is read). An output left at its default (which
+    the command may not even write) is held against the inputs only."""
     command = args.command_module
+    given = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
 
     def values(option: str):
         value = getattr(args, option.lstrip("-").replace("-", "_"), None)
@@ -155,7 +157,9 @@ def _check_roles(args, judging: bool) -> None:
     inputs = [(label, v) for o in getattr(command, "INPUTS", ()) for label, v in values(o)
               if v is not None and os.path.exists(v)]
     read_whole = ["input" if not o.startswith("-") else o for o in getattr(command, "READ_WHOLE", ())]
-    check_roles(outputs, inputs, getattr(command, "REPLACED", ()), read_whole)
+    explicit = [(option, v) for option, v in outputs if option in given]
+    check_roles(explicit, inputs, getattr(command, "REPLACED", ()), read_whole)
+    check_roles([(option, v) for option, v in outputs if option not in given], inputs, (), read_whole)
 
 
 if __name__ == "__main__":

@@ -43,12 +43,13 @@ def _kind(mode: int) -> str | None:
 
 
 def _special(path: Path) -> bool:
-    """A character device or a FIFO: written through, never replaced."""
+    """Written through, never replaced: a character device, a FIFO, or a path through /dev or /proc
+    (`/dev/stdout` leads to whatever the shell redirected it to, a file of the user's included)."""
     try:
         mode = path.stat().st_mode
     except OSError:
         return False
-    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or str(path).startswith(("/dev/", "/proc/"))
 
 
 def check_output(path: str | Path | None, option: str) -> Path | None:
@@ -92,7 +93,7 @@ def write_atomically(path: str | Path, data: str | bytes) -> Path:
     path = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     if _special(path):
-        with open(path, "wb") as f:
+        with open(path, "ab") as f:  # appending: a redirected stdout's file keeps what it holds
             f.write(raw)
         return path
     real = Path(os.path.realpath(path))  # the link's target, so the link stays a link
@@ -120,13 +121,18 @@ def check_roles(outputs: Iterable[tuple[str, str | Path | None]], inputs: Iterab
         return f"{p}" if os.path.abspath(p) == real else f"{p} (that is {real})"
 
     outs = [(option, p, os.path.realpath(p)) for option, p in outputs if p is not None]
+    containers, read_whole = set(containers), set(read_whole)
     named: dict[str, tuple[str, str | Path]] = {}
     for option, p, real in outs:
         if real in named and not _special(Path(real)):
             first, given = named[real]
             raise OutputError(f"{first} {given} and {option} {p} name the same file ({real}); give each its own")
         named[real] = (option, p)
-    containers, read_whole = set(containers), set(read_whole)
+    for option, p, real in outs:  # a file written into a folder that is replaced whole would go with it
+        for folder_option, folder, folder_real in outs:
+            if folder_option in containers and Path(folder_real) in Path(real).parents:
+                raise OutputError(f"{option} {p} lies inside {folder_option} {folder}, which is replaced whole; "
+                                  "write it elsewhere")
     for option, p in inputs:
         real = os.path.realpath(p)
         which = "the input" if option == "input" else f"the input {option}"
@@ -163,7 +169,7 @@ def check_folder(out: str | Path, option: str, force: bool) -> Path:
         raise OutputError(f"{option} {out}: is the working directory or holds it; name a folder for the output")
     if not (p.is_dir() and any(p.iterdir())):
         return p
-    held = sorted(str(e.relative_to(p)) for e in p.rglob("*") if not e.is_dir())
+    held = _entries(p)
     if not force:
         raise OutputError(f"{option} {out}: already holds {sum(e.name != MANIFEST for e in p.iterdir())} entries (an earlier "
                           "output?); --force replaces it when rmqcheck wrote everything in it")
@@ -171,9 +177,7 @@ def check_folder(out: str | Path, option: str, force: bool) -> Path:
     if owned is None:
         raise OutputError(f"{option} {out}: --force replaces only rmqcheck's own output, and this folder has no "
                           f"{MANIFEST}; in the way: {_listed(held)}")
-    owned_dirs = {str(parent) for f in owned for parent in Path(f).parents}
     stray = [e for e in held if e != MANIFEST and e not in owned]
-    stray += sorted(f"{d}/" for d in (str(e.relative_to(p)) for e in p.rglob("*") if e.is_dir()) if d not in owned_dirs)
     if stray:
         raise OutputError(f"{option} {out}: --force replaces only what rmqcheck wrote there, and these are not in its "
                           f"{MANIFEST}: {_listed(stray)}")
@@ -185,12 +189,17 @@ def _listed(names: list[str]) -> str:
     return ", ".join(names[:SHOWN]) + more
 
 
+def _entries(folder: Path) -> list[str]:
+    """Every file and folder under `folder`, relative, a folder with a trailing slash."""
+    return sorted(str(e.relative_to(folder)) + ("/" if e.is_dir() else "") for e in folder.rglob("*"))
+
+
 def _manifest(folder: Path) -> set[str] | None:
     try:
-        files = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
+        entries = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["entries"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return {f for f in files if isinstance(f, str)} if isinstance(files, list) else None
+    return {e for e in entries if isinstance(e, str)} if isinstance(entries, list) else None
 
 
 @contextmanager
@@ -206,11 +215,15 @@ def output_folder(out: str | Path, written_by: str = "rmqcheck") -> Iterator[Pat
     tmp.mkdir()
     try:
         yield tmp
-        files = sorted(str(f.relative_to(tmp)) for f in tmp.rglob("*") if not f.is_dir())
-        (tmp / MANIFEST).write_text(json.dumps({"written_by": written_by, "files": files}, indent=1) + "\n")
+        (tmp / MANIFEST).write_text(json.dumps({"written_by": written_by, "entries": _entries(tmp)}, indent=1) + "\n")
         if out.exists():
             os.replace(out, old)
-        os.replace(tmp, out)
+        try:
+            os.replace(tmp, out)
+        except BaseException:
+            if old.exists():  # the earlier output stays where it was
+                os.replace(old, out)
+            raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)

@@ -72,6 +72,9 @@ def read_history(path: str, skip: bool = False) -> tuple[pa.Table, list[BadRecor
             if not skip:
                 raise
             client = line.split("\t", 1)[0]
+            if client == "fault":  # a fault line carries no client operation: no check is affected
+                bad.append(BadRecord(path, exc.where, exc.what, line, (run, ())))
+                continue
             skipped.add(client if client.isdigit() else "*")
             bad.append(BadRecord(path, exc.where, exc.what, line, (run, _affected(line))))
     rows += pending.values()  # enqueues whose response never came: outcome unknown
@@ -129,8 +132,10 @@ def _record(path: str, run: str, n: int, line: str, rows: list[dict[str, Any]], 
             if send is None:
                 raise TraceError(path, where, f"enqueue response of client {client} without a request")
             if parts[4] != send["msg"]:
+                pending[client] = send  # still in flight: this line is the bad one
                 raise TraceError(path, where, f"enqueue response value {shown(parts[4])}, its request sent {shown(send['msg'])}")
             rows.append({**send, "status": result})
+            skipped.discard(client)  # a request and its response paired again: later lines are judged as usual
         elif result == h.OK:
             rows.append({"run": run, "seq": n, "op": h.READ, "msg": parts[4], "key": _null(parts[5])})
     else:

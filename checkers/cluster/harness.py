@@ -84,6 +84,7 @@ class Cluster:
         self.controller: Controller | None = None
         self.classpath: Classpath | None = None
         self.settled = True  # whether the last settle() found the cluster quiet
+        self.exited: set[int] = set()  # JVM pids whose output has all been read
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -150,6 +151,7 @@ class Cluster:
             if put is not None:
                 self.on_event("put_done", {**body, "broker": b, "queue": put.queue})
         elif item.kind == "exit":
+            self.exited.add(body["pid"])
             self.on_event("exit", {"broker": b, **body})
         elif item.kind == "garbage":
             raise ClusterError(f"broker {b} wrote what is not JSON: {body['garbage']!r}")
@@ -178,7 +180,7 @@ class Cluster:
         node = self.nodes[b]
         n = node.command(op, **args)
         try:
-            self._pump(lambda: (b, n) in self.replies or not node.alive, timeout, f"broker {b}: {op}")
+            self._pump(lambda: (b, n) in self.replies or self._ended(node), timeout, f"broker {b}: {op}")
         except ClusterError:
             node.dump_threads()
             raise ClusterError(f"broker {b}: {op}: no answer within {timeout:g} s (a thread dump is in {node.log})") \
@@ -190,14 +192,23 @@ class Cluster:
             raise ClusterError(f"broker {b}: {op}: {reply.get('exception') or reply.get('error')}")
         return reply
 
+    def _ended(self, node: BrokerNode) -> bool:
+        """The JVM is gone and everything it wrote has been read (its exit is the reader's last item)."""
+        return node.proc is not None and node.proc.pid in self.exited
+
+    def _drain(self, node: BrokerNode) -> None:
+        """Handle what a JVM that just died wrote before it died (a put's outcome, say)."""
+        self._pump(lambda: self._ended(node), 30, f"broker {node.broker}: its last output")
+
     # --- observation ---------------------------------------------------------------------------
 
-    def observe(self, b: int) -> dict[str, Any] | None:
-        """Broker `b`'s state (RmqcheckBroker.state), or None when its JVM is down."""
+    def observe(self, b: int, messages: bool = False) -> dict[str, Any] | None:
+        """Broker `b`'s state (RmqcheckBroker.state; with `messages`, every message its commit
+        log holds), or None when its JVM is down."""
         if not self.nodes[b].alive:
             return None
         try:
-            return self.call(b, "state", timeout=30)
+            return self.call(b, "state", timeout=30, messages=messages)
         except (ClusterError, NodeError):
             if not self.nodes[b].alive:
                 return None
@@ -223,7 +234,9 @@ class Cluster:
         while True:
             states = {b: self.observe(b) for b in self.brokers}
             for b, s in states.items():
-                if s and s.get("one_shots_pending"):
+                # One-shots run once ReplicasManager runs: before that the only one is its start-retry
+                # loop (sleep 5 s, try again), which the harness runs one try at a time (retry_start).
+                if s and s.get("one_shots_pending") and s.get("rm_state") == "RUNNING":
                     self.call(b, "task", name="one_shots")
                     last = None
             held = sum(link.bytes_held() for link in self.links.values() if link.mode == OPEN)
@@ -233,17 +246,20 @@ class Cluster:
                 last, stable_since = shape, time.monotonic()
             elif time.monotonic() - stable_since >= quiet_for:
                 self.settled = True
-                return states
+                return self._with_messages(states)
             if time.monotonic() > end:
                 if any(s and (s["busy"] or s["rpcs_waiting"]) for s in states.values()):
                     raise ClusterError("a broker is stuck in a command or an RPC: "
                                        f"{ {b: s and _working(s) for b, s in states.items()} }")
                 self.settled = False
-                return states
+                return self._with_messages(states)
             try:  # what came in meanwhile (RPCs, put outcomes)
                 self._handle(self.inbox.get(timeout=0.03))
             except queue.Empty:
                 pass
+
+    def _with_messages(self, states: dict[int, dict[str, Any] | None]) -> dict[int, dict[str, Any] | None]:
+        return {b: self.observe(b, messages=True) if s else None for b, s in states.items()}
 
     def _behind(self, states: dict[int, dict[str, Any] | None]) -> bool:
         """A slave of the current master, on an open link, that does not hold all it holds yet."""
@@ -265,7 +281,9 @@ class Cluster:
     def restart(self, b: int) -> None:
         """Start broker `b`'s JVM on its store (RocketMQ's recovery runs), then its ReplicasManager."""
         node = self.nodes[b]
-        node.kill()
+        if node.proc is not None:
+            node.kill()
+            self._drain(node)
         self.ha_ports[b] = None
         node.spawn()
         cfg = self.cfg
@@ -280,6 +298,7 @@ class Cluster:
     def crash(self, b: int) -> None:
         """kill -9: what the JVM wrote stays in the page cache."""
         self.nodes[b].kill()
+        self._drain(self.nodes[b])
         self.ha_ports[b] = None
         self._forget_puts(b)
 
@@ -289,12 +308,15 @@ class Cluster:
         reads). The flushed positions are the store's own, reported just before the halt."""
         node = self.nodes[b]
         n = node.command("halt", power_loss=True)
-        self._pump(lambda: (b, n) in self.replies or not node.alive, 30, f"broker {b}: power loss")
+        self._pump(lambda: self._ended(node), 30, f"broker {b}: power loss")
         reply = self.replies.pop((b, n), {})
         node.kill()
         self.ha_ports[b] = None
         self._forget_puts(b)
-        flushed = reply.get("flushed", {})
+        if "flushed" not in reply:
+            raise ClusterError(f"broker {b}: power loss: no flushed positions came before the halt "
+                               f"({reply.get('exception') or node.log_tail()})")
+        flushed = reply["flushed"]
         for name, position in flushed.items():
             _drop_after(Path(name), int(position))
         return flushed

@@ -62,6 +62,7 @@ class BrokerNode:
         try:
             self.proc = subprocess.Popen(
                 [self.java, *self.classpath.jvm_flags, f"-Xmx{self.heap}", "-XX:+UseSerialGC", "-Xshare:auto",
+                 "-XX:+DisplayVMOutputToStderr",  # thread dumps (SIGQUIT) to the log, not the JSON pipe
                  f"-Djava.io.tmpdir={tempfile.gettempdir()}", "-cp", str(self.classpath), self.classpath.main],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
         except OSError as exc:

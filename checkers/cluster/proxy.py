@@ -16,11 +16,13 @@ on another port is reached through the same proxy.
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 from collections import deque
 from typing import Callable
 
 OPEN, CUT, BLACKHOLE = "open", "cut", "blackhole"
+SEND_TIMEOUT = 10  # seconds
 MODES = (OPEN, CUT, BLACKHOLE)
 
 
@@ -130,6 +132,8 @@ class LinkProxy:
                 continue
             for s in (client, upstream):
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                # a peer that stops reading fails a send after this long, instead of holding the link's lock
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", SEND_TIMEOUT, 0))
             pair = [_Pipe(self, client, upstream, to_master=True), _Pipe(self, upstream, client, to_master=False)]
             with self.lock:
                 self.pipes += pair
@@ -171,8 +175,9 @@ class LinkProxy:
 
     def close(self) -> None:
         self.closed = True
-        try:
-            self.server.close()
+        try:  # shutdown wakes the accepting thread; close alone does not
+            self.server.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+        self.server.close()
         self.set_mode(CUT)

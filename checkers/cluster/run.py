@@ -10,10 +10,11 @@ history; the four never reach into each other.
 - client (`Client`): sends each put to the broker the controller names master and records the
   outcome; reads from a broker at the consumer's offset; both as OpenChaos history lines.
 - nemesis (`Nemesis`): applies the faults to the cluster; a fault line in the history for each.
-- checker (`check_run`): `rmqcheck validate`'s local engine over the run's folder (its history and
-  the brokers' epoch files), each violation then classed against what the configuration promises.
+- checker: `rmqcheck validate`'s local engine over the run's folder (its history and the brokers'
+  epoch files), each violation then classed against what the configuration promises (in the
+  command, rmqcheck/commands/cluster.py: checkers and traces sit side by side).
 
-A run's folder: `history` (OpenChaos), `steps.jsonl` (each operation and what it did), `stores/`
+A run's folder: `run-<seed>-history` (OpenChaos), `steps.jsonl` (each operation and what it did), `stores/`
 (each broker's store, epoch file included), `broker-N.log` (the JVMs' stderr).
 """
 
@@ -25,21 +26,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-from rmqcheck.invariants.catalogue import expected_ids
 from rmqcheck.model.config import Config
-from rmqcheck.traces.validate import discover, validate_local
 
-from .harness import DROP, Cluster, ClusterConfig
+from .harness import DELIVER, DROP, Cluster, ClusterConfig
 from .proxy import BLACKHOLE, CUT
 
 # OpenChaos results of a put (traces/openchaos.py): what the client knows of its message.
 DEFINITE_FAILURES = {"IN_SYNC_REPLICAS_NOT_ENOUGH", "SERVICE_NOT_AVAILABLE", "MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED",
                      "NO_ROUTE"}  # nothing was appended
-
-# What each history or store check stands for in the model's catalogue (invariants/catalogue.py).
-CHECK_INVARIANT = {"lost_ack": "I1", "read_truncated": "I3", "epoch_agreement": "I5", "consistent_point": "I5",
-                   "offset_agreement": "I9", "read_failed": "I3", "order": "I1"}
-REPORTED_ONLY = {"duplicate"}  # allowed by at-least-once delivery
 
 FAULTS = ("crash", "power_loss", "isolate_ha", "blackhole_ha", "isolate_controller")
 
@@ -174,6 +168,10 @@ def time_passes(cluster: Cluster) -> None:
     c = cluster
     assert c.controller is not None
     live = [b for b in c.brokers if c.nodes[b].alive]
+    for b in live:  # a ReplicasManager whose start failed (the controller was out of reach) tries again
+        state = c.observe(b)
+        if state and state.get("rm_state") != "RUNNING" and c.rpc_policy.get(b, DELIVER) == DELIVER:
+            c.task(b, "retry_start")
     for b in live:
         c.heartbeat(b)
     c.controller.tick()
@@ -193,15 +191,14 @@ class RunResult(NamedTuple):
     steps: int
     settled: bool  # every step ended quiet
     seconds: float
-    violations: list[tuple[str, str, str, str]]  # (check, kind, subject, detail)
 
 
 def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int = 3, src: str | None = None,
              on_step: Callable[[int, int], None] | None = None) -> RunResult:
-    """One seeded run on a fresh cluster in `folder`, recorded and checked."""
+    """One seeded run on a fresh cluster in `folder`, recorded (rmqcheck/commands/cluster.py checks it)."""
     started = time.perf_counter()
     folder.mkdir(parents=True, exist_ok=True)
-    history = History(folder / "history")
+    history = History(folder / f"run-{seed}-history")  # the run's name in every report
     log = open(folder / "steps.jsonl", "w")
     client: Client | None = None
 
@@ -241,28 +238,9 @@ def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int 
     finally:
         history.write()
         log.close()
-    return RunResult(seed, folder, len(ops), settled, time.perf_counter() - started, check_run(folder, cfg))
+    return RunResult(seed, folder, len(ops), settled, time.perf_counter() - started)
 
 
 def _ending(cfg: Config) -> list[Op]:
     """Heal everything, restart every broker, let time pass until a master serves, read."""
     return [Op("heal"), *[Op("restart", b) for b in range(1, cfg.brokers + 1)], *[Op("round")] * 4, Op("final_read")]
-
-
-def check_run(folder: Path, cfg: Config) -> list[tuple[str, str, str, str]]:
-    """Every violation `validate` finds in the run, with its kind: "reported" (allowed by the
-    delivery guarantee), "expected" (the configuration does not promise what it breaks) or
-    "unexplained" (the running code broke what the configuration promises)."""
-    report = validate_local(discover([str(folder)]))
-    promised = expected_ids(cfg)
-    out = []
-    for v in report.violations:
-        if v.check in REPORTED_ONLY:
-            kind = "reported"
-        elif CHECK_INVARIANT.get(v.check) not in promised:
-            kind = "expected"
-        else:
-            kind = "unexplained"
-        out.append((v.check, kind, v.subject, v.detail))
-    return out
-

@@ -50,6 +50,7 @@ class ReplicationMachine(RuleBasedStateMachine):
     targets: frozenset[str] = frozenset(BY_ID)
     stats: Stats = Stats()
     deadline: float | None = None  # time.perf_counter() after which no further step is taken
+    found: InvariantViolated | None = None  # the first violation of this class's run
 
     def __init__(self) -> None:
         super().__init__()
@@ -77,7 +78,10 @@ class ReplicationMachine(RuleBasedStateMachine):
         self._refresh()
 
     def fail(self, violation: Violation) -> None:
-        raise InvariantViolated(violation, self.actions)
+        found = InvariantViolated(violation, self.actions)
+        if type(self).found is None:  # kept: Hypothesis replays a failure, and the deadline may cut the replay
+            type(self).found = found
+        raise found
 
 
 def _rule_for(kind: str):
@@ -123,7 +127,7 @@ def machine_for(cfg: Config, targets: Iterable[str], stats: Stats | None = None,
     return type(
         "ReplicationMachine",
         (ReplicationMachine,),
-        {"cfg": cfg, "targets": frozenset(targets), "stats": stats or Stats(), "deadline": deadline},
+        {"cfg": cfg, "targets": frozenset(targets), "stats": stats or Stats(), "deadline": deadline, "found": None},
     )
 
 
@@ -167,7 +171,7 @@ def run_once(
     except InvariantViolated as exc:
         return exc
     except OutOfTime:
-        pass
+        return machine.found
     return None
 
 

@@ -16,8 +16,11 @@ from rmqcheck.checkers.cluster.node import NodeError
 from rmqcheck.checkers.cluster.run import run_once
 from rmqcheck.checkers.java.build import BuildError
 from rmqcheck.checkers.java.driver import DriverError
+from rmqcheck.invariants.catalogue import expected_ids
 from rmqcheck.model import configs
+from rmqcheck.model.config import Config
 from rmqcheck.outputs import check_folder, output_folder
+from rmqcheck.traces.validate import discover, validate_local
 
 from .common import Bar, UsageError, add_result_options, add_source_argument, budget_seconds, out, positive
 
@@ -27,6 +30,32 @@ HELP = "seeded fault schedules on a cluster of RocketMQ's own broker-side code, 
 OUTPUTS = ("--out",)
 INPUTS = ("--config", "--rocketmq-src")
 REPLACED = ("--out",)
+
+# What each history or store check stands for in the model's catalogue (invariants/catalogue.py).
+# A check not named here (a new one) is held to be promised.
+CHECK_INVARIANT = {"lost_ack": "I1", "read_truncated": "I3", "epoch_agreement": "I5", "epoch_file": "I5",
+                   "offset_agreement": "I9", "read_failed": "I3", "order": "I1"}
+# Allowed by at-least-once delivery (duplicate), or about availability, not safety: a replica whose
+# handshake finds no consistent point retries for ever (consistent_point; validate reports it too).
+REPORTED_ONLY = {"duplicate", "consistent_point"}
+
+
+def check_run(folder: Path, cfg: Config) -> list[tuple[str, str, str, str]]:
+    """Every violation `validate` finds in the run, with its kind: "reported" (allowed by the
+    delivery guarantee), "expected" (the configuration does not promise what it breaks) or
+    "unexplained" (the running code broke what the configuration promises)."""
+    report = validate_local(discover([str(folder)]))
+    promised = expected_ids(cfg)
+    found = []
+    for v in report.violations:
+        if v.check in REPORTED_ONLY:
+            kind = "reported"
+        elif v.check in CHECK_INVARIANT and CHECK_INVARIANT[v.check] not in promised:
+            kind = "expected"
+        else:
+            kind = "unexplained"
+        found.append((v.check, kind, v.subject, v.detail))
+    return found
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,19 +85,25 @@ def run(args) -> int:
     for col in ("run", "seed", "steps", "settled", "seconds", "violations"):
         table.add_column(col, overflow="fold")
     started = time.perf_counter()
+    failed: tuple[int, Exception] | None = None
     try:
         with Bar("cluster runs", runs, timed=False) as bar, output_folder(args.out, "rmqcheck cluster") as partial:
             i = 0
             while (runs is None or i < runs) and (not args.budget or time.perf_counter() - started < args.budget):
                 seed = args.seed + i
-                r = run_once(cfg, seed, partial / f"run-{seed}", args.steps, args.faults, args.rocketmq_src)
-                found = [v for v in r.violations if v[1] != "reported"]
+                try:
+                    r = run_once(cfg, seed, partial / f"run-{seed}", args.steps, args.faults, args.rocketmq_src)
+                except (ClusterError, NodeError) as exc:  # kept, with its logs: the folder is renamed as usual
+                    failed = (seed, exc)
+                    break
+                violations = check_run(r.folder, cfg)
+                found = [v for v in violations if v[1] != "reported"]
                 bad = [v for v in found if v[1] == "unexplained"]
                 unexplained += len(bad)
                 if not found and not args.keep_stores:
                     shutil.rmtree(r.folder / "stores", ignore_errors=True)
                 if found:
-                    _write_violation(r, args, cfg)
+                    _write_violation(r, violations, args, cfg)
                 table.add_row(str(i + 1), str(seed), str(r.steps), "yes" if r.settled else "no", f"{r.seconds:.1f}",
                               "\n".join(f"{c} ({kind}) {subject}: {detail}" for c, kind, subject, detail in found) or "-")
                 _result(args, r, found, bad)
@@ -76,9 +111,10 @@ def run(args) -> int:
                 bar.update(f"{i} runs, {unexplained} unexplained", completed=i)
     except (BuildError, DriverError) as exc:
         raise UsageError(f"the cluster could not start: {exc}") from None
-    except (ClusterError, NodeError) as exc:
-        raise UsageError(f"the cluster failed (its logs are under the run's folder): {exc}") from None
     out.print(table)
+    if failed is not None:
+        raise UsageError(f"run {failed[0]}: the harness failed: {failed[1]} (the run's files and logs: "
+                         f"{Path(args.out) / f'run-{failed[0]}'})")
     seconds = time.perf_counter() - started
     out.print(f"{i} runs in {seconds:.0f} s ({3600 * i / max(seconds, 1e-9):.0f} an hour); written to {args.out}")
     if unexplained:
@@ -87,22 +123,23 @@ def run(args) -> int:
     return 0
 
 
-def _write_violation(r, args, cfg) -> None:
+def _write_violation(r, violations, args, cfg) -> None:
     """What reruns the run: its configuration and schedule (the seed), beside the run's files."""
     (r.folder / "violation.json").write_text(json.dumps({
         "kind": "rmqcheck cluster run", "config": configs.to_dict(cfg), "seed": r.seed, "steps": args.steps,
-        "faults": args.faults, "violations": [dict(zip(("check", "kind", "subject", "detail"), v)) for v in r.violations],
+        "faults": args.faults, "violations": [dict(zip(("check", "kind", "subject", "detail"), v)) for v in violations],
     }, indent=1) + "\n")
 
 
 def _result(args, r, found, bad) -> None:
     name = f"run {r.seed}"
+    folder = Path(args.out) / r.folder.name  # where it is once the runs are renamed into place
     notes = [f"{c} ({kind}) {subject}: {detail}" for c, kind, subject, detail in found if kind != "unexplained"]
     if not r.settled:
         notes.append("some steps did not settle: the run may not repeat exactly")
     if bad:
         c, _, subject, detail = bad[0]
         args.results.add("cluster", name, "failed", f"{c} violated (unexplained): {subject}: {detail}",
-                         invariant=c, file=r.folder, seconds=r.seconds, notes=notes)
+                         invariant=c, file=folder, seconds=r.seconds, notes=notes)
     else:
         args.results.add("cluster", name, seconds=r.seconds, notes=notes)
