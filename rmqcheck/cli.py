@@ -127,6 +127,11 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("rmqcheck: interrupted", file=sys.stderr)
         status = 130
+    except Exception as exc:
+        if not _interrupted(exc):
+            raise
+        print("rmqcheck: interrupted", file=sys.stderr)
+        status = 130
     if judging:
         try:
             ci.write_all(args.results, status, *outputs)
@@ -134,6 +139,18 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"rmqcheck: error: {exc}", file=sys.stderr)
             return 2
     return status
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """An error raised while a Ctrl-C unwound (PySpark's clean-up calls the JVM the interrupt
+    broke, and py4j's error takes the KeyboardInterrupt's place): an interruption, not a failure."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _check_roles(args, judging: bool, argv: Sequence[str]) -> None:

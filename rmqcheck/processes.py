@@ -13,4 +13,19 @@ def _ignore_interrupt() -> None:
 
 
 def workers(jobs: int):
-    return Pool(jobs, initializer=_ignore_interrupt)
+    # Ctrl-C is held back while the workers are forked: CPython runs the fork's after-in-parent
+    # callbacks (logging's lock release among them), and a KeyboardInterrupt raised in one of
+    # those is printed as "Exception ignored" and lost, so the run went on for ever. Held back,
+    # it arrives when the pool exists, where `with` stops the workers.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pool = Pool(jobs, initializer=_ignore_interrupt)
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a Ctrl-C held back is raised here
+    except KeyboardInterrupt:
+        pool.terminate()
+        raise
+    return pool

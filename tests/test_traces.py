@@ -602,6 +602,7 @@ sys.exit(main(["validate", sys.argv[1], "--engine", "spark", "--master", "local[
 """
 
 
+@pytest.mark.heavy
 def test_ctrl_c_during_spark_validation_is_one_line(tmp_path):
     """Ctrl-C while Spark ran printed about 5 KB of py4j and Java traces before the one line."""
     import subprocess
