@@ -50,7 +50,7 @@ def explored(name: str, depth: int, symmetry: bool, master: str, python: str, wo
 
 
 def test_std2_levels_are_the_local_explorers_on_local_spark(python, tmp_path):
-    local, remote = explored("std2", 9, False, "local[2]", python, tmp_path)  # depth 10: -m slow
+    local, remote = explored("std2", 8, False, "local[2]", python, tmp_path)  # depth 10: -m slow
     same(local, remote)
     assert local.levels[:4] == (1, 5, 16, 43)
 
@@ -58,7 +58,7 @@ def test_std2_levels_are_the_local_explorers_on_local_spark(python, tmp_path):
 def test_std3_levels_are_the_local_explorers_on_a_multi_process_cluster(python, tmp_path):
     """Two executor JVMs, each with its own Python workers: fingerprints must agree across them
     (symmetry on: the canonical key too)."""
-    local, remote = explored("std3", 7, True, CLUSTER, python, tmp_path)
+    local, remote = explored("std3", 6, True, CLUSTER, python, tmp_path)  # depth 10: -m slow
     same(local, remote)
 
 
@@ -67,7 +67,7 @@ def test_sleep_sets_on_spark_reach_the_local_explorers_states(python, tmp_path):
     and action), not the local explorer's first: the same states per depth and shortest
     counterexamples, and every step of an expanded state taken or asleep."""
     std = explore.STANDARD["std3"]
-    bounds = std.bounds._replace(max_depth=7, symmetry=True)
+    bounds = std.bounds._replace(max_depth=6, symmetry=True)
     plain = explore.Explorer(std.cfg, bounds).run()
     remote = SparkExplorer(spark_on(CLUSTER, python), std.cfg, bounds._replace(sleep_sets=True), tmp_path).run()
     assert remote.levels == plain.levels and remote.pruned == plain.pruned
@@ -164,7 +164,7 @@ def test_the_level_running_when_the_budget_ends_is_cancelled_and_resumed_whole(p
     """A level whose budget ends is cancelled: nothing of it is kept, and the next call expands
     it again from its frontier, to the uncut run's answer."""
     std = explore.STANDARD["std2"]
-    bounds = std.bounds._replace(max_depth=5)
+    bounds = std.bounds._replace(max_depth=4)
     spark = spark_on("local[2]", python)
     whole = SparkExplorer(spark, std.cfg, bounds, tmp_path / "whole").run()
     ex = SparkExplorer(spark, std.cfg, bounds, tmp_path / "cut")
