@@ -17,7 +17,7 @@ import pytest
 from conftest import needs_rocketmq
 from rmqcheck.checkers.cluster import run as cluster_run
 from rmqcheck.checkers.cluster.harness import Cluster, ClusterConfig, _drop_after
-from rmqcheck.checkers.cluster.proxy import BLACKHOLE, CUT, OPEN, LinkProxy
+from rmqcheck.checkers.cluster.proxy import BLACKHOLE, CUT, OPEN, STEP, LinkProxy
 from rmqcheck.cli import main
 from rmqcheck.traces.openchaos import read_history
 from rmqcheck.traces.validate import discover, validate_local
@@ -98,6 +98,44 @@ def test_a_link_forwards_whole_frames_holds_releases_and_cuts(master_port):
         link.close()
     with pytest.raises(ValueError, match="unknown link mode"):
         link.set_mode("sideways")
+
+
+def _until(condition, seconds: float = 3.0) -> None:
+    end = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < end, "not within the time"
+        time.sleep(0.01)
+
+
+def test_a_stepping_link_releases_one_frame_at_a_time(master_port):
+    """replay --cluster drives the HA steps by releasing held frames, one direction and one frame
+    at a time."""
+    link = LinkProxy("t", lambda: master_port)
+    try:
+        link.set_mode(STEP)
+        s = socket.create_connection(("127.0.0.1", link.port), timeout=2)
+        s.sendall(ack(1) + ack(2))
+        _until(lambda: len(link.held(to_master=True)) == 2)
+        assert link.release(True, 1) == 1  # the master reads ack 1 and answers; its answer is held
+        _until(lambda: len(link.held(to_master=False)) == 1)
+        assert link.held(to_master=True) == [ack(2)] and link.held(to_master=False) == [heartbeat(1)]
+        assert link.release(False, 5) == 1 and _recv_frame(s) == heartbeat(1)
+        s.close()
+    finally:
+        link.close()
+
+
+def test_every_model_action_has_a_way_onto_the_cluster():
+    """A new action in the model must say how replay --cluster drives it (or why it cannot)."""
+    from rmqcheck.checkers.cluster.replay import STEPS
+    from rmqcheck.model.step import ACTIONS
+
+    assert set(STEPS) == set(ACTIONS)
+
+
+def test_keep_is_refused_without_cluster(capsys):
+    assert main(["replay", "scenarios/coverage/failover-with-truncation.scn", "--keep", "x"]) == 2
+    assert "--keep: only with --cluster" in capsys.readouterr().err
 
 
 def test_frames_are_cut_where_the_ha_protocol_says():
@@ -241,3 +279,25 @@ def test_the_cluster_command_records_and_checks_a_run(tmp_path, capsys):
     assert main(["cluster", "--config", "default", "--runs", "1", "--steps", "2", "--out", str(tmp_path / "x"),
                  "--rocketmq-src", str(tmp_path)]) == 2
     assert "not a RocketMQ source tree" in capsys.readouterr().err
+
+
+@needs_rocketmq
+@pytest.mark.heavy
+def test_replay_on_the_cluster_cuts_message_2_from_the_old_master_and_loses_nothing(tmp_path, capsys):
+    """scenarios/coverage/failover-with-truncation.scn step by step on RocketMQ's running code:
+    message 1 reaches broker 2 and message 2 does not (frames released one at a time), broker 2 is
+    elected, and the old master's handshake really cuts message 2 from its commit log."""
+    keep = tmp_path / "kept"
+    scenario = str(Path(__file__).resolve().parents[1] / "scenarios" / "coverage" / "failover-with-truncation.scn")
+    code = main(["replay", scenario, "--cluster", "--keep", str(keep), "--quiet"])
+    text = capsys.readouterr().out
+    assert code == 0 and "held on RocketMQ's code" in text, text
+    rows = [json.loads(line) for line in (keep / "steps.jsonl").read_text().splitlines()]
+    assert len(rows) == 24 and rows[6]["did"].endswith("(1 with messages)")
+    broker_1 = [row["code"]["brokers"]["1"] for row in rows]
+    assert broker_1[21]["messages"] == ["m1", "m2"]  # restarted, recovered both
+    assert broker_1[23]["messages"] == ["m1"] and broker_1[23]["role"] == "SLAVE"  # the handshake cut message 2
+    # The one difference: the model promotes in two steps (changeToMaster waits for dispatch), the
+    # code in one.
+    assert {row["index"] for row in rows if row["differences"]} <= {18, 19}
+    assert (keep / "replay-history").exists() and (keep / "stores" / "broker-1").is_dir()

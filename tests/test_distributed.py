@@ -55,26 +55,6 @@ def test_std2_levels_are_the_local_explorers_on_local_spark(python, tmp_path):
     assert local.levels[:4] == (1, 5, 16, 43)
 
 
-def test_std3_levels_are_the_local_explorers_on_a_multi_process_cluster(python, tmp_path):
-    """Two executor JVMs, each with its own Python workers: fingerprints must agree across them
-    (symmetry on: the canonical key too)."""
-    local, remote = explored("std3", 6, True, CLUSTER, python, tmp_path)  # depth 10: -m slow
-    same(local, remote)
-
-
-def test_sleep_sets_on_spark_reach_the_local_explorers_states(python, tmp_path):
-    """With sleep sets a state keeps the sleep set of the arrival Spark keeps (the least parent
-    and action), not the local explorer's first: the same states per depth and shortest
-    counterexamples, and every step of an expanded state taken or asleep."""
-    std = explore.STANDARD["std3"]
-    bounds = std.bounds._replace(max_depth=6, symmetry=True)
-    plain = explore.Explorer(std.cfg, bounds).run()
-    remote = SparkExplorer(spark_on(CLUSTER, python), std.cfg, bounds._replace(sleep_sets=True), tmp_path).run()
-    assert remote.levels == plain.levels and remote.pruned == plain.pruned
-    assert remote.slept > 0 and remote.transitions + remote.slept == plain.transitions
-    assert {i: len(h.actions) for i, h in remote.hits.items()} == {i: len(h.actions) for i, h in plain.hits.items()}
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["std2", "std3"])
 @pytest.mark.parametrize("symmetry", [False, True])
@@ -148,16 +128,6 @@ def test_an_interrupted_run_resumes_to_the_same_answer_and_other_options_are_ref
     (tmp_path / "other" / "x").write_text("x")
     with pytest.raises(ExploreError, match="not empty"):
         SparkExplorer(spark, std.cfg, bounds, tmp_path / "other").run()
-
-
-def test_a_task_that_fails_once_is_retried_and_changes_nothing(python, tmp_path):
-    std = explore.STANDARD["std2"]
-    bounds = std.bounds._replace(max_depth=4)
-    spark = spark_on("local[2,3]", python)  # up to 3 attempts of a task
-    clean = SparkExplorer(spark, std.cfg, bounds, tmp_path / "clean").run()
-    failing = SparkExplorer(spark, std.cfg, bounds, tmp_path / "failing", fail_once=str(tmp_path / "marks")).run()
-    assert len(list((tmp_path / "marks").iterdir())) >= 4  # a level's first task failed each time
-    assert (failing.levels, failing.states, failing.transitions) == (clean.levels, clean.states, clean.transitions)
 
 
 def test_the_level_running_when_the_budget_ends_is_cancelled_and_resumed_whole(python, tmp_path):
@@ -307,3 +277,37 @@ def test_a_work_directory_that_cannot_be_made_is_a_clear_error(tmp_path, capsys)
             assert main([*argv, "--engine", "spark", "--work-dir", str(work)]) == 2
             err = capsys.readouterr().err
             assert f"--work-dir {work}" in err and says in err and "Traceback" not in err
+
+
+# The tests on other masters come last: a Spark session changes master only by restarting (about
+# 10 s a restart, 20 s for a multi-process cluster).
+
+
+def test_a_task_that_fails_once_is_retried_and_changes_nothing(python, tmp_path):
+    std = explore.STANDARD["std2"]
+    bounds = std.bounds._replace(max_depth=4)
+    spark = spark_on("local[2,3]", python)  # up to 3 attempts of a task
+    clean = SparkExplorer(spark, std.cfg, bounds, tmp_path / "clean").run()
+    failing = SparkExplorer(spark, std.cfg, bounds, tmp_path / "failing", fail_once=str(tmp_path / "marks")).run()
+    assert len(list((tmp_path / "marks").iterdir())) >= 4  # a level's first task failed each time
+    assert (failing.levels, failing.states, failing.transitions) == (clean.levels, clean.states, clean.transitions)
+
+
+def test_std3_levels_are_the_local_explorers_on_a_multi_process_cluster(python, tmp_path):
+    """Two executor JVMs, each with its own Python workers: fingerprints must agree across them
+    (symmetry on: the canonical key too)."""
+    local, remote = explored("std3", 6, True, CLUSTER, python, tmp_path)  # depth 10: -m slow
+    same(local, remote)
+
+
+def test_sleep_sets_on_spark_reach_the_local_explorers_states(python, tmp_path):
+    """With sleep sets a state keeps the sleep set of the arrival Spark keeps (the least parent
+    and action), not the local explorer's first: the same states per depth and shortest
+    counterexamples, and every step of an expanded state taken or asleep."""
+    std = explore.STANDARD["std3"]
+    bounds = std.bounds._replace(max_depth=6, symmetry=True)
+    plain = explore.Explorer(std.cfg, bounds).run()
+    remote = SparkExplorer(spark_on(CLUSTER, python), std.cfg, bounds._replace(sleep_sets=True), tmp_path).run()
+    assert remote.levels == plain.levels and remote.pruned == plain.pruned
+    assert remote.slept > 0 and remote.transitions + remote.slept == plain.transitions
+    assert {i: len(h.actions) for i, h in remote.hits.items()} == {i: len(h.actions) for i, h in plain.hits.items()}

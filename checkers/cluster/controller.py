@@ -57,6 +57,10 @@ class Controller:
         """The controller's own trigger (scanNeedReelectBrokerSets found the master gone)."""
         return self._ask({"op": "elect", "id": None, "designate": False})
 
+    def admin_elect(self, broker_id: int) -> dict[str, Any]:
+        """mqadmin electMaster designating a broker (ofAdminTrigger)."""
+        return self._ask({"op": "elect", "id": broker_id, "designate": True})
+
     def needs_election(self) -> bool:
         return bool(self._ask({"op": "scan"})["result"])
 

@@ -7,6 +7,10 @@ broker is cut off from the controller), or applied and its answer lost. Replicas
 periodic tasks run only when `task` says so. A step ends when the cluster is quiet (`settle`):
 no command running, no RPC waiting, no one-shot job queued, no put waiting for replicas, nothing
 held on an open link, and every broker's observable state unchanged over a poll interval.
+
+A stepping cluster (`replay --cluster`) is driven one model step at a time: its HA links hold
+every frame until the harness releases it (proxy.py, step mode), its AlterSyncStateSet RPCs wait
+until released (`release_rpc`), and a put waiting for replicas does not keep a step from ending.
 Wall-clock time still passes inside RocketMQ's threads (the HA service's heartbeats and the
 put's wait for replicas): the configuration keeps those timeouts far from the step times, and a
 run that depends on them is reported as not repeatable by the caller.
@@ -24,7 +28,7 @@ from rmqcheck.checkers.java.build import Classpath
 
 from .controller import Controller
 from .node import BrokerNode, Item, NodeError
-from .proxy import OPEN, LinkProxy
+from .proxy import OPEN, STEP, LinkProxy
 
 DELIVER, DROP, LOSE_ANSWER = "deliver", "drop", "lose_answer"
 
@@ -69,8 +73,11 @@ class Cluster:
     """Start with `with Cluster(cfg, run_dir) as c:`; every JVM is ended on leaving."""
 
     def __init__(self, cfg: ClusterConfig, run_dir: Path, src: str | None = None,
-                 on_event: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+                 on_event: Callable[[str, dict[str, Any]], None] | None = None, stepping: bool = False) -> None:
         self.cfg = cfg
+        self.stepping = stepping
+        self.link_mode = STEP if stepping else OPEN  # what a link is when nothing cuts it
+        self.held_rpcs: list[tuple[int, dict[str, Any]]] = []  # (broker, RPC) held back (stepping)
         self.dir = Path(run_dir)
         self.src = src
         self.on_event = on_event or (lambda kind, body: None)
@@ -109,6 +116,7 @@ class Cluster:
             for m in self.brokers:
                 if b != m:
                     self.links[(b, m)] = LinkProxy(f"{b}->{m}", lambda m=m: self.ha_ports.get(m))
+                    self.links[(b, m)].set_mode(self.link_mode)
         for b in self.brokers:
             self.nodes[b] = BrokerNode(b, self.classpath, self.dir / "stores" / f"broker-{b}", self.inbox)
             self.restart(b)
@@ -164,7 +172,14 @@ class Cluster:
             link = self.links.get((b, master)) if master is not None else None
             node.answer(body["rpc"], {"ha_address": f"127.0.0.1:{link.port}" if link else None})
             return
-        policy = self.rpc_policy.get(b, DELIVER)
+        if self.stepping and op == "alter_sss":  # released by the model's alter_sss step
+            self.held_rpcs.append((b, body))
+            self.on_event("rpc", {"broker": b, "op": op, "args": args, "held": True})
+            return
+        self._deliver(b, body, self.rpc_policy.get(b, DELIVER))
+
+    def _deliver(self, b: int, body: dict[str, Any], policy: str) -> None:
+        node, op, args = self.nodes[b], body["op"], body.get("args", {})
         if policy == DROP:
             node.answer(body["rpc"], None)
             self.on_event("rpc", {"broker": b, "op": op, "args": args, "delivered": False})
@@ -174,6 +189,16 @@ class Cluster:
         self.on_event("rpc", {"broker": b, "op": op, "args": args, "code": answer.get("code"), "delivered": True,
                               "answer_lost": policy == LOSE_ANSWER})
         node.answer(body["rpc"], None if policy == LOSE_ANSWER else answer)
+
+    def release_rpc(self, b: int, policy: str = DELIVER) -> dict[str, Any] | None:
+        """Deliver (or drop, or lose the answer of) broker `b`'s oldest held RPC; the RPC, or None."""
+        for i, (broker, body) in enumerate(self.held_rpcs):
+            if broker == b:
+                del self.held_rpcs[i]
+                if self.nodes[b].alive:
+                    self._deliver(b, body, policy)
+                return body
+        return None
 
     def call(self, b: int, op: str, timeout: float = 60.0, **args: Any) -> dict[str, Any]:
         """A command to broker `b`, its reply; RPCs meanwhile are handled as the policy says."""
@@ -240,7 +265,8 @@ class Cluster:
                     self.call(b, "task", name="one_shots")
                     last = None
             held = sum(link.bytes_held() for link in self.links.values() if link.mode == OPEN)
-            busy = bool(held or self.puts or any(s and _working(s) for s in states.values())) or self._behind(states)
+            working = {b: s and self._working(b, s) for b, s in states.items()}
+            busy = bool(held or (self.puts and not self.stepping) or any(working.values())) or self._behind(states)
             shape = {b: _shape(s) for b, s in states.items()}
             if busy or shape != last:
                 last, stable_since = shape, time.monotonic()
@@ -248,15 +274,26 @@ class Cluster:
                 self.settled = True
                 return self._with_messages(states)
             if time.monotonic() > end:
-                if any(s and (s["busy"] or s["rpcs_waiting"]) for s in states.values()):
-                    raise ClusterError("a broker is stuck in a command or an RPC: "
-                                       f"{ {b: s and _working(s) for b, s in states.items()} }")
+                if any(w and ("busy" in w or "rpcs_waiting" in w) for w in working.values()):
+                    raise ClusterError(f"a broker is stuck in a command or an RPC: {working}")
                 self.settled = False
                 return self._with_messages(states)
             try:  # what came in meanwhile (RPCs, put outcomes)
                 self._handle(self.inbox.get(timeout=0.03))
             except queue.Empty:
                 pass
+
+    def _working(self, b: int, state: dict[str, Any]) -> dict[str, Any]:
+        """What broker `b` is still doing (empty when idle). Not work: RPCs the harness holds back,
+        the start-retry loop of a ReplicasManager whose start failed and, in a stepping cluster,
+        puts that wait for acks the model has not released yet."""
+        held = sum(1 for broker, _ in self.held_rpcs if broker == b)
+        counts = {**state, "rpcs_waiting": state.get("rpcs_waiting", 0) - held,
+                  "puts_pending": 0 if self.stepping else state.get("puts_pending")}
+        if state.get("rm_state") != "RUNNING":  # its one one-shot is the start-retry loop, run by retry_start
+            counts["one_shots_pending"] = 0
+        return {k: v for k in ("busy", "rpcs_waiting", "puts_pending", "dispatch_behind", "one_shots_pending")
+                if (v := counts.get(k))}
 
     def _with_messages(self, states: dict[int, dict[str, Any] | None]) -> dict[int, dict[str, Any] | None]:
         return {b: self.observe(b, messages=True) if s else None for b, s in states.items()}
@@ -300,7 +337,7 @@ class Cluster:
         self.nodes[b].kill()
         self._drain(self.nodes[b])
         self.ha_ports[b] = None
-        self._forget_puts(b)
+        self._forget(b)
 
     def power_loss(self, b: int) -> dict[str, int]:
         """The JVM halts and every byte not flushed is lost: the commit log and consume queue
@@ -312,7 +349,7 @@ class Cluster:
         reply = self.replies.pop((b, n), {})
         node.kill()
         self.ha_ports[b] = None
-        self._forget_puts(b)
+        self._forget(b)
         if "flushed" not in reply:
             raise ClusterError(f"broker {b}: power loss: no flushed positions came before the halt "
                                f"({reply.get('exception') or node.log_tail()})")
@@ -321,7 +358,9 @@ class Cluster:
             _drop_after(Path(name), int(position))
         return flushed
 
-    def _forget_puts(self, b: int) -> None:
+    def _forget(self, b: int) -> None:
+        """Broker `b`'s JVM is gone: its waiting puts have no answer, its held RPCs no sender."""
+        self.held_rpcs = [(broker, body) for broker, body in self.held_rpcs if broker != b]
         for key in [k for k in self.puts if k[0] == b]:
             put = self.puts.pop(key)
             self.on_event("put_done", {"broker": b, "msg": put.msg, "queue": put.queue, "status": "NO_RESPONSE"})
@@ -333,7 +372,7 @@ class Cluster:
             self.call(b, "put", msg=msg, queue=queue_id)
         except (ClusterError, NodeError):
             if (b, msg) in self.puts:
-                self._forget_puts(b)
+                self._forget(b)
             raise
 
     def read(self, b: int, queue_id: int, offset: int, max_messages: int = 32) -> dict[str, Any]:
@@ -357,7 +396,7 @@ class Cluster:
 
     def heal(self) -> None:
         for link in self.links.values():
-            link.set_mode(OPEN)
+            link.set_mode(self.link_mode)
         self.rpc_policy.clear()
 
 
@@ -365,10 +404,6 @@ def _at(values: tuple[int, ...], b: int, default: int) -> int:
     return values[b - 1] if len(values) >= b else default
 
 
-def _working(state: dict[str, Any]) -> dict[str, Any]:
-    """What a broker is still doing: empty when it is idle."""
-    return {k: v for k in ("busy", "rpcs_waiting", "puts_pending", "dispatch_behind", "one_shots_pending")
-            if (v := state.get(k))}
 
 
 def _shape(state: dict[str, Any] | None) -> Any:

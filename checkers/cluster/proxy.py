@@ -7,6 +7,9 @@ nemesis can open, cut and blackhole. It forwards whole AutoSwitchHA frames (`fra
 - blackhole: connections stay up but nothing gets through; what is sent is held, in order, and
   delivered when the link opens again (a link that stalls, as a full buffer or a lost route does,
   until TCP's retransmission gets through);
+- step: like blackhole, but the harness releases the held frames one direction and one frame
+  at a time (`release`): how `replay --cluster` drives the model's HA steps (handshake, transfer,
+  ack) on the running code;
 - `bytes_held` says whether anything waits, so the harness can tell a quiet link from a busy one.
 
 The master's HA port is looked up at each new connection (`target()`), so a master that restarts
@@ -21,9 +24,10 @@ import threading
 from collections import deque
 from typing import Callable
 
-OPEN, CUT, BLACKHOLE = "open", "cut", "blackhole"
+OPEN, CUT, BLACKHOLE, STEP = "open", "cut", "blackhole", "step"
 SEND_TIMEOUT = 10  # seconds
-MODES = (OPEN, CUT, BLACKHOLE)
+MODES = (OPEN, CUT, BLACKHOLE, STEP)
+HANDSHAKE, TRANSFER = 1, 2  # a frame's state (its first int)
 
 
 # AutoSwitchHA frames (big-endian; state 1 HANDSHAKE, 2 TRANSFER). Slave to master: a 16-byte
@@ -48,6 +52,15 @@ def frame_end(buf: bytes | bytearray, to_master: bool) -> int:
     if size < 0:
         return -1
     return size if len(buf) >= size else 0
+
+
+def frame_state(frame: bytes) -> int:
+    return int.from_bytes(frame[:4], "big")
+
+
+def carries_data(frame: bytes) -> bool:
+    """A master-to-slave transfer frame with a body (messages), not a heartbeat."""
+    return frame_state(frame) == TRANSFER and int.from_bytes(frame[4:8], "big", signed=True) > 0
 
 
 class _Pipe:
@@ -86,11 +99,12 @@ class _Pipe:
             pass
         self.link.drop(self)
 
-    def release(self) -> None:
-        """Deliver what was held (the link opened again); called with the link's lock held."""
+    def release(self, count: int | None = None) -> None:
+        """Deliver what was held, or its first `count` frames; called with the link's lock held."""
         try:
-            while self.held:
+            while self.held and (count is None or count > 0):
                 self.dst.sendall(self.held.popleft())
+                count = None if count is None else count - 1
         except OSError:
             self.held.clear()
 
@@ -164,6 +178,26 @@ class LinkProxy:
         if mode == CUT:
             for p in pipes:
                 self.drop(p)
+
+    def held(self, to_master: bool) -> list[bytes]:
+        """The frames held in one direction of the newest connection (step mode)."""
+        with self.lock:
+            pipe = self._newest(to_master)
+            return list(pipe.held) if pipe else []
+
+    def release(self, to_master: bool, count: int) -> int:
+        """Deliver the first `count` frames held in one direction of the newest connection; how
+        many there were to deliver."""
+        with self.lock:
+            pipe = self._newest(to_master)
+            if pipe is None:
+                return 0
+            n = min(count, len(pipe.held))
+            pipe.release(n)
+            return n
+
+    def _newest(self, to_master: bool) -> "_Pipe | None":
+        return next((p for p in reversed(self.pipes) if p.to_master == to_master), None)
 
     def bytes_held(self) -> int:
         with self.lock:

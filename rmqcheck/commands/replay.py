@@ -17,13 +17,18 @@ from rmqcheck.invariants.liveness import LIVENESS_BY_ID
 from rmqcheck.model.bugs import SNAPSHOT
 from rmqcheck.model.step import format_action
 
-from .common import Drivers, add_source_argument, out
+from pathlib import Path
+
+from rmqcheck.outputs import check_folder, output_folder
+
+from .common import Drivers, UsageError, add_source_argument, out
 
 NAME = "replay"
 HELP = "re-run a counterexample or scenario file deterministically"
 # Paths by role (cli.py refuses an output that is an input too, or named twice).
-OUTPUTS = ()
+OUTPUTS = ("--keep",)
 INPUTS = ("file",)
+REPLACED = ("--keep",)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,10 +43,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the file's violation should be gone (a fixed bug's regression check): exit 0 when it is not "
                         "reproduced, 1 when it still is. Without it, a file that claims a violation and does not "
                         "reproduce it exits 1 too")
+    p.add_argument("--cluster", action="store_true",
+                   help="also run the steps on a cluster of RocketMQ's broker-side code (docs/cluster.md), comparing "
+                        "both sides after each step; the exit status is then the cluster's: 1 when a violation is "
+                        "seen on the running code, 0 when it held")
+    p.add_argument("--keep", metavar="DIR", help="with --cluster: keep the stores, epoch files, logs and history here")
+    p.add_argument("--force", action="store_true", help="replace --keep when it holds an earlier run of rmqcheck's")
     add_source_argument(p)
 
 
 def run(args) -> int:
+    if args.keep and not args.cluster:
+        raise UsageError("--keep: only with --cluster")
+    if args.cluster:
+        if conform.is_scenario(args.file) or modes.is_mode_file(args.file):
+            raise UsageError("--cluster: only controller-mode counterexamples and scenarios run on the cluster")
+        if args.keep:
+            check_folder(args.keep, "--keep", args.force)
     if conform.is_scenario(args.file):
         return _replay_conform(args)
     if modes.is_mode_file(args.file):
@@ -103,7 +121,76 @@ def run(args) -> int:
     status = _verdict(cx, first_hit, truncation_hit, args.expect_fixed)
     if args.java and cx.actions:
         status = max(status, _replay_java(args, cx, r.states[0]))
+    if args.cluster:
+        if cx.start:
+            raise UsageError("--cluster: this file starts from constructed logs, which a cluster cannot be given")
+        status = _replay_cluster(args, cx, r.states)
     return status
+
+
+def _replay_cluster(args, cx: Counterexample, states) -> int:
+    """The steps on RocketMQ's running code (checkers/cluster/replay.py): a row a step, then the
+    verdict from what the code did: an acknowledged message missing from the master, or a check
+    of the recorded history and epoch files that stands for the file's invariant."""
+    import tempfile
+
+    from rmqcheck.checkers.cluster import replay as on_cluster
+    from rmqcheck.checkers.cluster.harness import ClusterError
+    from rmqcheck.checkers.cluster.node import NodeError
+    from rmqcheck.checkers.java.build import BuildError
+    from rmqcheck.checkers.java.driver import DriverError
+
+    from .cluster import CHECK_INVARIANT, check_run
+
+    if cx.config.brokers < 2:
+        raise UsageError("--cluster: a cluster needs at least 2 brokers")
+    table = Table(title=f"replay {args.file} --cluster: RocketMQ's running code against the model")
+    for col in ("step", "action", "on the cluster", "verdict"):
+        table.add_column(col, overflow="fold")
+    with tempfile.TemporaryDirectory(prefix="rmqcheck-replay-") as scratch, \
+            output_folder(args.keep or str(Path(scratch) / "run"), "rmqcheck replay --cluster") as folder:
+        failed = None
+        try:
+            outcome = on_cluster.run(cx.config, list(cx.actions), states, folder, args.rocketmq_src)
+        except (BuildError, DriverError) as exc:
+            raise UsageError(f"--cluster: the cluster could not start: {exc}") from None
+        except (ClusterError, NodeError) as exc:  # the run's files are kept (--keep), logs and thread dumps with them
+            failed = exc
+        found = [] if failed else [v for v in check_run(folder, cx.config) if v[1] != "reported"]
+    if failed is not None:
+        raise UsageError(f"--cluster: the harness failed: {failed}"
+                         + (f" (its files: {args.keep})" if args.keep else " (--keep DIR keeps its files)"))
+    for row in outcome.rows:
+        verdict = "; ".join(row.differences) if row.differences else "same"
+        if row.kind != on_cluster.DRIVEN:
+            verdict = f"{row.kind}: {row.did}" + ("" if verdict == "same" else f"; {verdict}")
+        elif row.differences:
+            verdict = f"different: {verdict}"
+        table.add_row(str(row.index), row.action, row.did if row.kind == on_cluster.DRIVEN else "",
+                      verdict + ("" if row.settled else " (not quiet: may not repeat)"))
+    if not args.quiet:
+        out.print(table)
+    steps = outcome.rows[1:]
+    same = sum(1 for row in steps if not row.differences)
+    own = sum(1 for row in steps if row.kind == on_cluster.OWN)
+    undrivable = sum(1 for row in steps if row.kind == on_cluster.NOT_DRIVABLE)
+    out.print(f"--cluster: {len(steps)} steps: {same} the same on both sides, {len(steps) - same} different; "
+              f"{own} done by the code on its own, {undrivable} not drivable"
+              + (f"; files kept in {args.keep}" if args.keep else ""))
+    judged = [c for c, _, _, _ in found if CHECK_INVARIANT.get(c) == cx.invariant or cx.invariant is None]
+    if outcome.losses:
+        step, what = outcome.losses[0]
+        out.print(f"[bold red]reproduced on RocketMQ's code: {what} (after step {step})[/]")
+        return 1
+    if judged or any(kind == "unexplained" for _, kind, _, _ in found):
+        out.print("[bold red]reproduced on RocketMQ's code: "
+                  + "; ".join(f"{c} ({kind}) {subject}: {detail}" for c, kind, subject, detail in found) + "[/]")
+        return 1
+    for c, kind, subject, detail in found:
+        out.print(f"--cluster: {c} ({kind}) {subject}: {detail}")
+    out.print("[green]held on RocketMQ's code: no acknowledged message lost"
+              + (f", no check standing for {cx.invariant} broken" if cx.invariant else ", no check broken") + "[/]")
+    return 0
 
 
 def not_reproduced(expect_fixed: bool, what: str = "") -> int:

@@ -1,0 +1,483 @@
+"""A model counterexample or scenario run step by step on the cluster (`replay FILE --cluster`).
+
+The model's actions are finer than what a running broker lets anyone drive, so each action is
+one of three kinds (`STEPS`, one function per action, each saying how):
+
+- **driven**: the harness makes the code do it: a put, a read, a crash or power loss, a restart,
+  a heartbeat, a ReplicasManager task, a tick or an election of the controller, a partition, and
+  the HA steps, which the stepping links (proxy.py, step mode) turn into the release of held
+  frames: `ha_connect` the handshake, `ha_transfer` master-to-slave frames up to one with
+  messages, `ha_slave_ack`/`ha_read_ack` one of the slave's acks;
+- **the code's own**: the running code does it by itself between steps (dispatch, the end of a
+  promotion, a put completing once its acks arrive, a connection found dead on a cut link);
+  the harness only waits until the cluster is quiet;
+- **not drivable**: nothing makes the code do exactly that (a put's wall-clock timeout, a second
+  controller, a half-closed connection); the reason is said and the replay goes on.
+
+After every step both sides are observed the same way (views.py) and compared.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+from rmqcheck.model import commitlog as cl
+from rmqcheck.model.config import Config
+from rmqcheck.model.step import Action, format_action
+from rmqcheck.model.world import State
+
+from .harness import DELIVER, DROP, LOSE_ANSWER, Cluster, ClusterConfig
+from .proxy import CUT, HANDSHAKE, TRANSFER, carries_data, frame_state
+from .run import DEFINITE_FAILURES, History
+from .views import cluster_view, differences, lost_acked, model_view, result_differences
+
+DRIVEN, OWN, NOT_DRIVABLE = "driven", "the code's own", "not drivable"
+FRAME_WAIT = 3.0  # seconds to wait for a frame the code sends on its own (an ack: every 100 ms)
+CONNECT_WAIT = 7.0  # an HA client whose connection closed tries again after 5 s
+
+
+class Row(NamedTuple):
+    """One replayed step: what the harness did and how the two sides compare after it."""
+
+    index: int
+    action: str
+    kind: str  # DRIVEN, OWN or NOT_DRIVABLE
+    did: str
+    differences: tuple[str, ...]  # "field: model X, code Y"; empty when the same
+    settled: bool
+    code: dict[str, Any]  # what the cluster showed after the step (cluster_view)
+
+
+class Context:
+    """What the steps share: the cluster, the recorded history, the names of the messages."""
+
+    def __init__(self, cluster: Cluster, history: History, cfg: Config) -> None:
+        self.c = cluster
+        self.history = history
+        self.cfg = cfg
+        self.sends = 0
+        self.names: dict[int, str] = {}  # model message id -> the message's body on the cluster
+        self.outcomes: dict[int, str] = {}  # send number -> the PutMessageStatus the client received
+        self.pending: dict[str, tuple[int, int]] = {}  # body -> (send number, queue)
+        # Outcomes the store gave that are still on their way to the client: a put's response is
+        # delivered at the model's put_complete (or put_timeout), and lost if the broker dies first.
+        self.in_flight: dict[str, tuple[int, str]] = {}  # body -> (broker, status)
+        self.ack_marks: dict[int, int] = {}  # slave -> frames of its acks to release at ha_read_ack
+        self.read_offsets = [0] * cfg.queues
+
+    def on_event(self, kind: str, body: dict[str, Any]) -> None:
+        if kind == "put_done" and body.get("msg") in self.pending:
+            status = body.get("status", "NO_RESPONSE")
+            if status == "NO_RESPONSE" or status in DEFINITE_FAILURES:  # a refusal is answered with the send
+                self.deliver(body["msg"], status)
+            else:
+                self.in_flight[body["msg"]] = (body["broker"], status)
+        elif kind == "exit":  # responses on their way from a broker that died are lost
+            for msg, (b, _) in list(self.in_flight.items()):
+                if b == body["broker"]:
+                    del self.in_flight[msg]
+                    self.deliver(msg, "NO_RESPONSE")
+
+    def deliver(self, msg: str, status: str) -> None:
+        """The client receives the put's response (or learns there will be none)."""
+        if msg in self.pending:
+            send, queue = self.pending.pop(msg)
+            self.outcomes[send] = status
+            result = "SUCCESS" if status == "PUT_OK" else "FAILURE" if status in DEFINITE_FAILURES else "UNKNOWN"
+            self.history.response(send, msg, queue, result)
+
+
+Step = Callable[[Context, Action, State, State], tuple[str, str]]
+
+
+# --- the client's steps --------------------------------------------------------------------------
+
+def _send(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`send`: a put to that broker. The message is named by the model's id for it (m3), or x3
+    after the third send when the model appended nothing, so both sides' logs name it alike."""
+    _, b, queue, _size = a
+    x.sends += 1
+    written = len(after.msgs) > len(before.msgs)
+    body = f"m{after.msgs[-1].id}" if written else f"x{x.sends}"
+    if written:
+        x.names[after.msgs[-1].id] = body
+    x.history.request(x.sends, body, queue)
+    if not x.c.nodes[b].alive:
+        x.history.response(x.sends, body, queue, "FAILURE")
+        return DRIVEN, f"broker {b} is down: nothing sent"
+    x.pending[body] = (x.sends, queue)
+    x.c.put(b, body, queue)
+    return DRIVEN, f"put {body} to broker {b}"
+
+
+def _consume(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`consume`: one pull of the queue from that broker, at the consumer's offset."""
+    _, b, queue = a
+    if not x.c.nodes[b].alive:
+        return DRIVEN, f"broker {b} is down: nothing read"
+    got = x.c.read(b, queue, x.read_offsets[queue])
+    for m in got.get("messages", []):
+        x.history.read(0, m["msg"], queue)
+    if got.get("messages"):
+        x.read_offsets[queue] = got["next"]
+    return DRIVEN, f"read {[m['msg'] for m in got.get('messages', [])]} from broker {b}"
+
+
+def _own(why: str) -> Step:
+    def step(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+        return OWN, why
+    return step
+
+
+def _put_done(statuses: tuple[str, ...]) -> Step:
+    def step(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+        _, b, msg = a
+        body = x.names.get(msg, f"m{msg}")
+        end = time.monotonic() + FRAME_WAIT
+        while body not in x.in_flight and body in x.pending and time.monotonic() < end:
+            x.c.settle(0.2)  # the store completes the put once the acks the model released arrive
+        if body not in x.in_flight:
+            return NOT_DRIVABLE, f"the store has not answered {body}" + \
+                (" (the code times a put out by the wall clock, set far beyond a step here)"
+                 if "FLUSH_SLAVE_TIMEOUT" in statuses else "")
+        status = x.in_flight.pop(body)[1]
+        x.deliver(body, status)
+        return DRIVEN, f"the client received {body}: {status}"
+    step.__doc__ = f"The put's response ({', '.join(statuses)} in the model) reaches the client."
+    return step
+
+
+def _not_drivable(why: str) -> Step:
+    def step(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+        return NOT_DRIVABLE, why
+    return step
+
+
+# --- HA: frames released one step at a time ------------------------------------------------------
+
+def _link_of(x: Context, slave: int, s: State):
+    """The stepping link from `slave` to the master the model connects it to (or names)."""
+    b = s.broker(slave)
+    master = b.client.master or b.master_id
+    return x.c.links.get((slave, master)) if master is not None else None
+
+
+def _client_state(x: Context, slave: int) -> str | None:
+    state = x.c.observe(slave)
+    return state.get("client") if state else None
+
+
+def _ha_connect(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`ha_connect`: the handshake's frames pass both ways until the slave's HA client is in
+    TRANSFER (the consistent point is found and the slave truncates to it)."""
+    slave = a[1]
+    link = _link_of(x, slave, after)
+    if link is None or not x.c.nodes[slave].alive:
+        return NOT_DRIVABLE, "the model's master for this slave is unknown to the cluster"
+    end = time.monotonic() + CONNECT_WAIT
+    released = 0
+    while time.monotonic() < end:
+        for to_master in (True, False):
+            frames = link.held(to_master)
+            n = next((i for i, f in enumerate(frames) if frame_state(f) != HANDSHAKE), len(frames))
+            released += link.release(to_master, n)
+        if _client_state(x, slave) == "TRANSFER" and not any(
+                frame_state(f) == HANDSHAKE for d in (True, False) for f in link.held(d)):
+            return DRIVEN, f"handshake through {link.name}: {released} frames"
+        time.sleep(0.05)
+    return DRIVEN, f"handshake through {link.name}: {released} frames, the client is {_client_state(x, slave)}"
+
+
+def _ha_transfer(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`ha_transfer`: the master's frames up to and including the first that carries messages,
+    waited for when the model's transfer carries some (the master's transfer thread wakes on its
+    own), or one heartbeat when it does not."""
+    slave = a[1]
+    link = _link_of(x, slave, before)
+    if link is None:
+        return NOT_DRIVABLE, "no link to the slave's master"
+    data_in_model = cl.max_phy(after.broker(slave).log) > cl.max_phy(before.broker(slave).log)
+    end = time.monotonic() + FRAME_WAIT
+    while True:
+        frames = link.held(to_master=False)
+        if not data_in_model or any(carries_data(f) for f in frames) or time.monotonic() > end:
+            break
+        time.sleep(0.02)
+    n = next((i + 1 for i, f in enumerate(frames) if carries_data(f)), min(1, len(frames))) if data_in_model \
+        else min(1, len(frames))
+    link.release(False, n)
+    data = sum(1 for f in frames[:n] if carries_data(f))
+    return DRIVEN, f"{n} frames to broker {a[1]} ({data} with messages)"
+
+
+def _ha_slave_ack(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`ha_slave_ack`: the slave's next ack (its current offset, sent every heartbeat interval)
+    is written; it stays held until `ha_read_ack`."""
+    link = _link_of(x, a[1], before)
+    if link is None:
+        return NOT_DRIVABLE, "no link to the slave's master"
+    count = len(link.held(to_master=True))
+    end = time.monotonic() + FRAME_WAIT
+    while len(link.held(to_master=True)) <= count and time.monotonic() < end:
+        time.sleep(0.02)
+    x.ack_marks[a[1]] = len(link.held(to_master=True))
+    return DRIVEN, f"broker {a[1]} wrote an ack ({x.ack_marks[a[1]]} held)"
+
+
+def _ha_read_ack(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`ha_read_ack`: the master reads the acks up to the one `ha_slave_ack` marked."""
+    link = _link_of(x, a[1], before)
+    if link is None:
+        return NOT_DRIVABLE, "no link to the slave's master"
+    held = link.held(to_master=True)
+    n = x.ack_marks.pop(a[1], len(held))
+    acks = [int.from_bytes(f[4:12], "big") for f in held[:n] if frame_state(f) == TRANSFER]
+    link.release(True, n)
+    return DRIVEN, f"the master read broker {a[1]}'s acks {acks[-3:]}"
+
+
+def _conn_reset(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`conn_reset`: the slave's connection is closed (the link cut, then stepping again)."""
+    link = _link_of(x, a[1], before)
+    if link is None:
+        return NOT_DRIVABLE, "no link to the slave's master"
+    link.set_mode(CUT)
+    link.set_mode(x.c.link_mode)
+    return DRIVEN, f"{link.name} reset"
+
+
+# --- ReplicasManager and the controller -----------------------------------------------------------
+
+def _with_policy(x: Context, b: int, policy: str, do: Callable[[], Any]) -> Any:
+    old = x.c.rpc_policy.get(b, DELIVER)
+    if old == DROP:  # cut off from the controller: the RPC is lost whatever the step says
+        return do()
+    x.c.rpc_policy[b] = policy
+    try:
+        return do()
+    finally:
+        x.c.rpc_policy[b] = old
+
+
+def _task(name: str) -> Step:
+    def step(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+        b, lost = a[1], (a[2] if len(a) > 2 else 0)
+        if not x.c.nodes[b].alive:
+            return NOT_DRIVABLE, f"broker {b} is down"
+        ran = _with_policy(x, b, LOSE_ANSWER if lost else DELIVER, lambda: x.c.task(b, name))
+        return DRIVEN, f"{name} on broker {b}" + (" (answer lost)" if lost else "") + ("" if ran else ": not scheduled")
+    step.__doc__ = f"ReplicasManager's {name} task, run once on that broker."
+    return step
+
+
+def _register(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`register`: ReplicasManager's start (its registration was held back at the restart) tries
+    again, now reaching the controller."""
+    _, b, lost = a
+    if not x.c.nodes[b].alive:
+        return NOT_DRIVABLE, f"broker {b} is down"
+    ran = _with_policy(x, b, LOSE_ANSWER if lost else DELIVER, lambda: x.c.task(b, "retry_start"))
+    return DRIVEN, f"broker {b} registered" if ran else f"broker {b}: ReplicasManager was already running"
+
+
+def _alter_sss(policy: str) -> Step:
+    def step(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+        b = a[1]
+        lost = policy == DELIVER and len(a) > 2 and a[2]
+        rpc = x.c.release_rpc(b, LOSE_ANSWER if lost else policy)
+        if rpc is None:
+            return DRIVEN, f"broker {b} proposed no change (no AlterSyncStateSet held)"
+        return DRIVEN, f"AlterSyncStateSet {rpc.get('args', {}).get('sss')} from broker {b}" + \
+            {DROP: " not delivered", DELIVER: " (answer lost)" if lost else ""}.get(policy, "")
+    step.__doc__ = "The oldest AlterSyncStateSet the broker sent, held until now, released."
+    return step
+
+
+def _heartbeat(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    b = a[1]
+    if not x.c.nodes[b].alive:
+        return NOT_DRIVABLE, f"broker {b} is down"
+    x.c.heartbeat(b)
+    return DRIVEN, f"broker {b} heartbeat"
+
+
+def _tick(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    x.c.controller.tick()
+    return DRIVEN, f"the controller's clock at {x.c.controller.now}"
+
+
+def _controller_elect(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    answer = x.c.controller.elect()
+    return DRIVEN, f"election: code {answer.get('code')}, master {x.c.controller.last.get('master')}"
+
+
+def _admin_elect(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    answer = x.c.controller.admin_elect(a[1])
+    return DRIVEN, f"admin election of broker {a[1]}: code {answer.get('code')}"
+
+
+def _hb_timeout(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    x.c.controller.expire(a[1])
+    return DRIVEN, f"the controller forgot broker {a[1]}'s heartbeats"
+
+
+# --- faults ----------------------------------------------------------------------------------------
+
+def _crash(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`crash keep=K`: kill -9 when the page cache keeps every unflushed byte the model keeps,
+    power loss (every unflushed byte gone) when it keeps none; between the two, power loss is the
+    nearest the harness has."""
+    _, b, keep = a
+    unflushed = cl.unflushed(before.broker(b).log)
+    if keep >= unflushed:
+        x.c.crash(b)
+        return DRIVEN, f"kill -9 of broker {b}"
+    x.c.power_loss(b)
+    if keep == 0:
+        return DRIVEN, f"power loss of broker {b}"
+    return NOT_DRIVABLE, f"keeping {keep} of {unflushed} unflushed bytes: done as a power loss (none kept)"
+
+
+def _restart(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`restart`: the JVM starts on its store (RocketMQ's recovery); its registration is held
+    back (the model registers in a step of its own, `register`)."""
+    b = a[1]
+    old = x.c.rpc_policy.get(b, DELIVER)
+    x.c.rpc_policy[b] = DROP
+    try:
+        x.c.restart(b)
+    finally:
+        x.c.rpc_policy[b] = old
+    return DRIVEN, f"broker {b} restarted (recovery ran)"
+
+
+def _partition(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`partition`: the group loses the controller and every HA link that crosses it."""
+    group = after.cut
+    for b in group:
+        x.c.rpc_policy[b] = DROP
+    for (s, m), link in x.c.links.items():
+        if (s in group) != (m in group):
+            link.set_mode(CUT)
+    return DRIVEN, f"brokers {sorted(group)} cut off"
+
+
+def _heal(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    x.c.heal()
+    return DRIVEN, "links and controller paths healed"
+
+
+def _lose_epoch_file(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    store = x.c.nodes[a[1]].store
+    for name in ("epochFileCheckpoint", "epochFileCheckpoint.bak"):
+        (store / name).unlink(missing_ok=True)
+    return DRIVEN, f"broker {a[1]}'s epoch file deleted"
+
+
+STEPS: dict[str, Step] = {
+    "send": _send,
+    "consume": _consume,
+    "put_complete": _put_done(("PUT_OK",)),
+    "put_timeout": _put_done(("FLUSH_SLAVE_TIMEOUT",)),
+    "dispatch": _own("ReputMessageService dispatches by itself"),
+    "flush": _own("the flush service flushes by itself"),
+    "ha_connect": _ha_connect,
+    "ha_transfer": _ha_transfer,
+    "ha_slave_ack": _ha_slave_ack,
+    "ha_read_ack": _ha_read_ack,
+    "ha_timeout": _own("a cut link closes the connection at once"),
+    "check_sss": _task("check_sss"),
+    "alter_sss": _alter_sss(DELIVER),
+    "alter_sss_fail": _alter_sss(DROP),
+    "sync_replica_info": _task("sync_replica_info"),
+    "register": _register,
+    "finish_promotion": _own("changeToMaster ends by itself once dispatch caught up"),
+    "heartbeat": _heartbeat,
+    "sync_consumer_offsets": _not_drivable("SlaveSynchronize is a stand-in: consumer offsets are not synced"),
+    "controller_elect": _controller_elect,
+    "controller_apply": _not_drivable("the cluster's controller applies every event at once (one controller)"),
+    "tick": _tick,
+    "restart": _restart,
+    "heal": _heal,
+    "crash": _crash,
+    "conn_reset": _conn_reset,
+    "ha_linger": _not_drivable("the proxy cannot close one end of a connection and keep the other yet"),
+    "ha_close_lingering": _not_drivable("the proxy cannot close one end of a connection and keep the other yet"),
+    "partition": _partition,
+    "hb_timeout": _hb_timeout,
+    "admin_elect": _admin_elect,
+    "lose_epoch_file": _lose_epoch_file,
+    "controller_failover": _not_drivable("the cluster has one controller"),
+    "consumer_restart": _not_drivable("the harness's consumer commits no offsets"),
+}
+
+
+class Outcome(NamedTuple):
+    rows: list[Row]
+    losses: list[tuple[int, str]]  # (step, what was lost) seen on the code
+    folder: Path
+
+
+def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, src: str | None,
+        settle_timeout: float = 8.0) -> Outcome:
+    """Replay `actions` (whose model states are `states`, states[0] the start) on a stepping
+    cluster in `folder`; every row (also written to `steps.jsonl` there) and every loss of an
+    acknowledged message seen on the code."""
+    folder.mkdir(parents=True, exist_ok=True)
+    history = History(folder / "replay-history")
+    log = open(folder / "steps.jsonl", "w")
+    rows: list[Row] = []
+    losses: list[tuple[int, str]] = []
+    x: Context | None = None
+
+    def on_event(kind: str, body: dict[str, Any]) -> None:
+        if x is not None:
+            x.on_event(kind, body)
+
+    ccfg = ClusterConfig.from_model(cfg)._replace(slave_timeout_ms=600_000)  # puts time out by model steps
+    try:
+        with Cluster(ccfg, folder, src, on_event, stepping=True) as c:
+            x = Context(c, history, cfg)
+            observed = c.settle(settle_timeout)
+            rows.append(_row(0, "(the start: every broker registered, the first election)", DRIVEN, "started",
+                             states[0], x, observed, c.settled))
+            for i, a in enumerate(actions, start=1):
+                kind, did = STEPS[a[0]](x, a, states[i - 1], states[i])
+                observed = c.settle(settle_timeout)
+                rows.append(_row(i, format_action(a), kind, did, states[i], x, observed, c.settled))
+                losses += [(i, what) for what in lost_acked(x, observed) if what not in {w for _, w in losses}]
+            _read_to_the_end(x)
+    finally:
+        history.write()
+        log.write("".join(json.dumps(row._asdict()) + "\n" for row in rows))
+        log.close()
+    return Outcome(rows, losses, folder)
+
+
+def _row(i: int, action: str, kind: str, did: str, s: State, x: Context, observed, settled: bool) -> Row:
+    code = cluster_view(observed, x.c.controller.state())
+    diffs = differences(model_view(s, x.names), code)
+    return Row(i, action, kind, did, tuple(diffs + result_differences(s, x)), settled, code)
+
+
+def _read_to_the_end(x: Context) -> None:
+    """What a consumer of the master reads at the end (the history's reads for the checker)."""
+    master = x.c.master()
+    if master is None or not x.c.nodes[master].alive:
+        return
+    for queue in range(x.cfg.queues):
+        offset = 0
+        while True:
+            got = x.c.read(master, queue, offset)
+            if not got.get("messages"):
+                break
+            for m in got["messages"]:
+                x.history.read(0, m["msg"], queue)
+            offset = got["next"]
+    for body, (_, status) in list(x.in_flight.items()):  # responses on their way arrive
+        x.deliver(body, status)
+    for body in list(x.pending):
+        x.deliver(body, "NO_RESPONSE")

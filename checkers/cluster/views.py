@@ -1,0 +1,116 @@
+"""What both sides of `replay --cluster` show after a step, in the same terms: per broker its
+role, masterEpoch, the messages its commit log holds, its confirmOffset and epoch entries (both
+counted in messages, so sizes and headers do not matter) and, on a master, its SyncStateSet; the
+controller's master, epoch and SyncStateSet; and what the client was told (`x` is replay.py's
+Context: the cluster, the history, the outcomes the client received)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rmqcheck.model import commitlog as cl
+from rmqcheck.model.broker import MASTER
+from rmqcheck.model.world import PENDING, State
+
+
+def _in_messages(offset: int, spans: list[tuple[int, int]]) -> int:
+    """How many of the (offset, end) messages end at or before `offset`."""
+    return sum(1 for _, end in spans if end <= offset)
+
+
+def _starts_before(offset: int, spans: list[tuple[int, int]]) -> int:
+    return sum(1 for start, _ in spans if start < offset)
+
+
+def model_view(s: State, names: dict[int, str]) -> dict[str, Any]:
+    """The model's state as the cluster can show it (module docstring)."""
+    brokers = {}
+    for b in s.brokers:
+        if not b.up:
+            brokers[b.id] = "down"
+            continue
+        held = [m for m in sorted(s.msgs, key=lambda m: m.offset) if cl.has_message(b.log, m)]
+        spans = [(m.offset, m.end) for m in held]
+        brokers[b.id] = {
+            "role": b.role if b.running else "none",
+            "masterEpoch": b.master_epoch,
+            "messages": [names.get(m.id, f"m{m.id}") for m in held],
+            "confirm": _in_messages(b.confirm, spans),
+            "epochs": [(e, _starts_before(start, spans)) for e, start in b.epochs.entries],
+            "syncStateSet": sorted(b.sss) if b.role == MASTER and b.running else None,
+        }
+    c = s.ctrl.applied
+    return {"brokers": brokers,
+            "controller": {"master": c.master, "masterEpoch": c.master_epoch, "syncStateSet": sorted(c.sss),
+                           "syncStateSetEpoch": c.sss_epoch}}
+
+
+def cluster_view(states: dict[int, dict[str, Any] | None], controller: dict[str, Any]) -> dict[str, Any]:
+    brokers: dict[int, Any] = {}
+    for b, st in states.items():
+        if st is None:
+            brokers[b] = "down"
+            continue
+        running = st.get("rm_state") == "RUNNING"
+        role = "none" if not running else MASTER if st.get("role") == "SYNC_MASTER" else "SLAVE"
+        msgs = st.get("messages") or []
+        spans = [(int(o), int(o) + int(size)) for o, size, _ in msgs]
+        brokers[b] = {
+            "role": role,
+            "masterEpoch": st.get("master_epoch"),
+            "messages": [body for _, _, body in msgs],
+            "confirm": _in_messages(int(st.get("confirm_offset", -1)), spans),
+            "epochs": [(int(e[0]), _starts_before(int(e[1]), spans)) for e in st.get("epochs", [])],
+            "syncStateSet": sorted(int(i) for i in st.get("rm_sss", [])) if role == MASTER else None,
+        }
+    return {"brokers": brokers,
+            "controller": {"master": controller.get("master"), "masterEpoch": controller.get("master_epoch"),
+                           "syncStateSet": sorted(int(i) for i in controller.get("sss", [])),
+                           "syncStateSetEpoch": controller.get("sss_epoch")}}
+
+
+def differences(model: dict[str, Any], code: dict[str, Any]) -> list[str]:
+    out = []
+    for b, m in model["brokers"].items():
+        k = code["brokers"].get(b)
+        if m == "down" or k == "down":
+            if m != k:
+                out.append(f"broker {b}: model {'down' if m == 'down' else 'up'}, code {'down' if k == 'down' else 'up'}")
+            continue
+        out += [f"broker {b} {f}: model {m[f]}, code {k[f]}" for f in m if m[f] != k[f]]
+    out += [f"controller {f}: model {v}, code {code['controller'][f]}"
+            for f, v in model["controller"].items() if v != code["controller"][f]]
+    return out
+
+
+# --- what the client saw ----------------------------------------------------------------------------
+
+
+def result_differences(s: State, x) -> list[str]:
+    """Each put the model has an outcome for, against the code's (PENDING in the model: not yet)."""
+    out = []
+    for n, rec in enumerate(s.sends, start=1):
+        if rec.status != PENDING and x.outcomes.get(n, PENDING) != rec.status:
+            out.append(f"put {n}: model {rec.status}, code {x.outcomes.get(n, 'no outcome yet')}")
+    return out
+
+
+def lost_acked(x, states: dict[int, dict[str, Any] | None]) -> list[str]:
+    """Acknowledged messages the broker the controller names master does not hold (I1 on the code)."""
+    master = x.c.master()
+    st = states.get(master) if master is not None else None
+    if not st or st.get("role") != "SYNC_MASTER" or st.get("messages") is None:
+        return []
+    held = {body for _, _, body in st["messages"]}
+    acked = [body for body, (n, _) in _sent(x).items() if x.outcomes.get(n) == "PUT_OK"]
+    return [f"acknowledged {body} is not in master broker {master}'s commit log" for body in acked if body not in held]
+
+
+def _sent(x) -> dict[str, tuple[int, int]]:
+    """body -> (send number, queue) of every put the replay sent, from its history."""
+    sent = {}
+    for line in x.history.lines:
+        f = line.split("\t")
+        if f[1] == "enqueue" and f[2] == "REQUEST":
+            sent[f[3]] = (int(f[0]), int(f[4][1:]))
+    return sent
