@@ -7,11 +7,13 @@ STAMP  := $(VENV)/.installed
 .PHONY: run test test-fast hunt bench bench-spark bench-explore-spark java jdk chromium matrix bugs report clean lower-bounds constraints
 
 # Create the virtual environment if missing and install everything at the versions of
-# constraints.txt (pyproject.toml has the ranges a user's `pip install rmqcheck` accepts).
+# constraints.txt (pyproject.toml has the ranges a user's `pip install rmqcheck` accepts). No
+# byte-compiling at install: Python compiles what it imports (15 of the install's 36 s went to
+# compiling all of PySpark).
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 # The lower bounds of pyproject.toml's ranges, tested: a second environment with exactly those

@@ -40,7 +40,8 @@ def environment(tmp_path: Path, variables: dict, wheel: Path) -> dict:
     env.update({k: str(v) for k, v in variables.items()}, **SHORT, RMQCHECK_SPEC=str(wheel),
                PATH=f"{bin_dir}:{env['PATH']}", CI="true",
                # pip takes the versions already in its cache; the build cache is this checkout's
-               PIP_CONSTRAINT=str(ROOT / "constraints.txt"), RMQCHECK_CACHE=str(ROOT / "build"))
+               PIP_CONSTRAINT=str(ROOT / "constraints.txt"), RMQCHECK_CACHE=str(ROOT / "build"),
+               PIP_NO_COMPILE="1")  # what it imports is compiled then: 15 s less of pip's time
     env.pop("GITHUB_STEP_SUMMARY", None)
     return env
 

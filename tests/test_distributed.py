@@ -50,7 +50,7 @@ def explored(name: str, depth: int, symmetry: bool, master: str, python: str, wo
 
 
 def test_std2_levels_are_the_local_explorers_on_local_spark(python, tmp_path):
-    local, remote = explored("std2", 8, False, "local[2]", python, tmp_path)  # depth 10: -m slow
+    local, remote = explored("std2", 7, False, "local[2]", python, tmp_path)  # depth 10: -m slow
     same(local, remote)
     assert local.levels[:4] == (1, 5, 16, 43)
 
@@ -296,7 +296,7 @@ def test_a_task_that_fails_once_is_retried_and_changes_nothing(python, tmp_path)
 def test_std3_levels_are_the_local_explorers_on_a_multi_process_cluster(python, tmp_path):
     """Two executor JVMs, each with its own Python workers: fingerprints must agree across them
     (symmetry on: the canonical key too)."""
-    local, remote = explored("std3", 6, True, CLUSTER, python, tmp_path)  # depth 10: -m slow
+    local, remote = explored("std3", 5, True, CLUSTER, python, tmp_path)  # depth 10: -m slow
     same(local, remote)
 
 
