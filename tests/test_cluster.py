@@ -301,3 +301,17 @@ def test_replay_on_the_cluster_cuts_message_2_from_the_old_master_and_loses_noth
     # code in one.
     assert {row["index"] for row in rows if row["differences"]} <= {18, 19}
     assert (keep / "replay-history").exists() and (keep / "stores" / "broker-1").is_dir()
+
+
+@needs_rocketmq
+@pytest.mark.heavy
+def test_replay_on_the_cluster_reproduces_epoch_reapply_moves_start(capsys):
+    """The README's finding, step by step on RocketMQ's running code: the restarted master
+    re-appends its epoch at its max offset, the slave's handshake keeps nothing past the moved
+    start, and the controller's SyncStateSet then holds a broker that lacks an acknowledged
+    message (I2)."""
+    scenario = str(Path(__file__).resolve().parents[1] / "scenarios" / "toggles" / "epoch_reapply_moves_start.scn")
+    assert main(["replay", scenario, "--cluster", "--quiet"]) == 1
+    text = capsys.readouterr().out
+    assert "reproduced on RocketMQ's code: I2 isr_safety: broker 2 is in the controller's SyncStateSet [1, 2] but " \
+           "its commit log lacks acknowledged m3" in text.replace("\n", " "), text

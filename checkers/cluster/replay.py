@@ -32,7 +32,7 @@ from rmqcheck.model.world import State
 from .harness import DELIVER, DROP, LOSE_ANSWER, Cluster, ClusterConfig
 from .proxy import CUT, HANDSHAKE, TRANSFER, carries_data, frame_state
 from .run import DEFINITE_FAILURES, History
-from .views import cluster_view, differences, lost_acked, model_view, result_differences
+from .views import acked_missing, cluster_view, differences, model_view, result_differences
 
 DRIVEN, OWN, NOT_DRIVABLE = "driven", "the code's own", "not drivable"
 FRAME_WAIT = 3.0  # seconds to wait for a frame the code sends on its own (an ack: every 100 ms)
@@ -417,7 +417,7 @@ STEPS: dict[str, Step] = {
 
 class Outcome(NamedTuple):
     rows: list[Row]
-    losses: list[tuple[int, str]]  # (step, what was lost) seen on the code
+    seen: list[tuple[int, str, str]]  # (step, invariant, what) broken on the code (views.acked_missing)
     folder: Path
 
 
@@ -430,7 +430,7 @@ def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, s
     history = History(folder / "replay-history")
     log = open(folder / "steps.jsonl", "w")
     rows: list[Row] = []
-    losses: list[tuple[int, str]] = []
+    seen: list[tuple[int, str, str]] = []
     x: Context | None = None
 
     def on_event(kind: str, body: dict[str, Any]) -> None:
@@ -448,18 +448,19 @@ def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, s
                 kind, did = STEPS[a[0]](x, a, states[i - 1], states[i])
                 observed = c.settle(settle_timeout)
                 rows.append(_row(i, format_action(a), kind, did, states[i], x, observed, c.settled))
-                losses += [(i, what) for what in lost_acked(x, observed) if what not in {w for _, w in losses}]
+                seen += [(i, inv, what) for inv, what in acked_missing(x, observed)
+                         if what not in {w for _, _, w in seen}]
             _read_to_the_end(x)
     finally:
         history.write()
         log.write("".join(json.dumps(row._asdict()) + "\n" for row in rows))
         log.close()
-    return Outcome(rows, losses, folder)
+    return Outcome(rows, seen, folder)
 
 
 def _row(i: int, action: str, kind: str, did: str, s: State, x: Context, observed, settled: bool) -> Row:
     code = cluster_view(observed, x.c.controller.state())
-    diffs = differences(model_view(s, x.names), code)
+    diffs = differences(model_view(s, x.names, x.cfg), code)
     return Row(i, action, kind, did, tuple(diffs + result_differences(s, x)), settled, code)
 
 

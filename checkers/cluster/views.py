@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from rmqcheck.model import commitlog as cl
-from rmqcheck.model.broker import MASTER
+from rmqcheck.model.broker import MASTER, get_confirm_offset
+from rmqcheck.model.config import Config
 from rmqcheck.model.world import PENDING, State
 
 
@@ -22,7 +23,7 @@ def _starts_before(offset: int, spans: list[tuple[int, int]]) -> int:
     return sum(1 for start, _ in spans if start < offset)
 
 
-def model_view(s: State, names: dict[int, str]) -> dict[str, Any]:
+def model_view(s: State, names: dict[int, str], cfg: Config) -> dict[str, Any]:
     """The model's state as the cluster can show it (module docstring)."""
     brokers = {}
     for b in s.brokers:
@@ -35,7 +36,7 @@ def model_view(s: State, names: dict[int, str]) -> dict[str, Any]:
             "role": b.role if b.running else "none",
             "masterEpoch": b.master_epoch,
             "messages": [names.get(m.id, f"m{m.id}") for m in held],
-            "confirm": _in_messages(b.confirm, spans),
+            "confirm": _in_messages(get_confirm_offset(b, cfg), spans),  # what the store's getter answers
             "epochs": [(e, _starts_before(start, spans)) for e, start in b.epochs.entries],
             "syncStateSet": sorted(b.sss) if b.role == MASTER and b.running else None,
         }
@@ -95,15 +96,30 @@ def result_differences(s: State, x) -> list[str]:
     return out
 
 
-def lost_acked(x, states: dict[int, dict[str, Any] | None]) -> list[str]:
-    """Acknowledged messages the broker the controller names master does not hold (I1 on the code)."""
-    master = x.c.master()
-    st = states.get(master) if master is not None else None
-    if not st or st.get("role") != "SYNC_MASTER" or st.get("messages") is None:
-        return []
-    held = {body for _, _, body in st["messages"]}
+def acked_missing(x, states: dict[int, dict[str, Any] | None]) -> list[tuple[str, str]]:
+    """What the running code shows of the model's I1 and I2, as (invariant, what): an acknowledged
+    message missing from the commit log of the broker the controller names master (I1), or of a
+    live member of the controller's SyncStateSet (I2's first half; a broker that is down cannot
+    be looked at)."""
     acked = [body for body, (n, _) in _sent(x).items() if x.outcomes.get(n) == "PUT_OK"]
-    return [f"acknowledged {body} is not in master broker {master}'s commit log" for body in acked if body not in held]
+    controller = x.c.controller.last
+    master = x.c.master()
+    members = sorted(int(i) for i in controller.get("sss") or [])
+    out = []
+    for b in sorted({*members, *([master] if master is not None else [])}):
+        st = states.get(b)
+        if not st or st.get("messages") is None or (b == master and st.get("role") != "SYNC_MASTER"):
+            continue
+        held = {body for _, _, body in st["messages"]}
+        for body in acked:
+            if body in held:
+                continue
+            if b == master:
+                out.append(("I1", f"acknowledged {body} is not in master broker {b}'s commit log"))
+            if b in members:
+                out.append(("I2", f"broker {b} is in the controller's SyncStateSet {members} but its commit log "
+                                  f"lacks acknowledged {body}"))
+    return out
 
 
 def _sent(x) -> dict[str, tuple[int, int]]:

@@ -178,9 +178,12 @@ def _replay_cluster(args, cx: Counterexample, states) -> int:
               f"{own} done by the code on its own, {undrivable} not drivable"
               + (f"; files kept in {args.keep}" if args.keep else ""))
     judged = [c for c, _, _, _ in found if CHECK_INVARIANT.get(c) == cx.invariant or cx.invariant is None]
-    if outcome.losses:
-        step, what = outcome.losses[0]
-        out.print(f"[bold red]reproduced on RocketMQ's code: {what} (after step {step})[/]")
+    promised = expected_ids(cx.config)
+    seen = [s for s in outcome.seen if s[1] == cx.invariant or (cx.invariant is None and s[1] in promised)]
+    if seen:
+        step, invariant, what = seen[0]
+        out.print(f"[bold red]reproduced on RocketMQ's code: {invariant} {BY_ID[invariant].name}: {what} "
+                  f"(after step {step})[/]")
         return 1
     if judged or any(kind == "unexplained" for _, kind, _, _ in found):
         out.print("[bold red]reproduced on RocketMQ's code: "
