@@ -19,6 +19,7 @@ from rmqcheck.checkers.cluster import run as cluster_run
 from rmqcheck.checkers.cluster.harness import Cluster, ClusterConfig, _drop_after
 from rmqcheck.checkers.cluster.proxy import BLACKHOLE, CUT, OPEN, STEP, LinkProxy
 from rmqcheck.cli import main
+from rmqcheck.model.bugs import TOGGLES
 from rmqcheck.traces.openchaos import read_history
 from rmqcheck.traces.validate import discover, validate_local
 
@@ -315,3 +316,27 @@ def test_replay_on_the_cluster_reproduces_epoch_reapply_moves_start(capsys):
     text = capsys.readouterr().out
     assert "reproduced on RocketMQ's code: I2 isr_safety: broker 2 is in the controller's SyncStateSet [1, 2] but " \
            "its commit log lacks acknowledged m3" in text.replace("\n", " "), text
+
+
+FINDINGS = [t.name for t in TOGGLES if t.in_snapshot]
+
+
+@needs_rocketmq
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FINDINGS)
+def test_the_readme_says_what_each_finding_does_on_the_running_code(name, capsys):
+    """README, Findings: the column "on RocketMQ's running code" is what `replay --cluster` of the
+    finding's scenario shows: reproduced (exit 1) and the invariant, or held (exit 0)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith(f"| `{name}` |"))
+    said = row.split(" | ")[4]
+    scenario = str(Path(__file__).resolve().parents[1] / "scenarios" / "toggles" / f"{name}.scn")
+    code = main(["replay", scenario, "--cluster", "--quiet"])
+    text = capsys.readouterr().out.replace("\n", " ")
+    if said.startswith("reproduced"):
+        invariant = said.split(":")[1].split(",")[0].split()[0]
+        seen = f"reproduced on RocketMQ's code: {invariant} " in text or \
+            (invariant == "I1" and "reproduced on RocketMQ's code: lost_ack" in text)  # seen in the history's reads
+        assert code == 1 and seen, text[-600:]
+    else:
+        assert said.startswith("held") and code == 0, text[-600:]

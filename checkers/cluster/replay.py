@@ -32,7 +32,7 @@ from rmqcheck.model.world import State
 from .harness import DELIVER, DROP, LOSE_ANSWER, Cluster, ClusterConfig
 from .proxy import CUT, HANDSHAKE, TRANSFER, carries_data, frame_state
 from .run import DEFINITE_FAILURES, History
-from .views import acked_missing, cluster_view, differences, model_view, result_differences
+from .views import code_violations, cluster_view, differences, model_view, result_differences
 
 DRIVEN, OWN, NOT_DRIVABLE = "driven", "the code's own", "not drivable"
 FRAME_WAIT = 3.0  # seconds to wait for a frame the code sends on its own (an ack: every 100 ms)
@@ -417,7 +417,7 @@ STEPS: dict[str, Step] = {
 
 class Outcome(NamedTuple):
     rows: list[Row]
-    seen: list[tuple[int, str, str]]  # (step, invariant, what) broken on the code (views.acked_missing)
+    seen: list[tuple[int, str, str]]  # (step, invariant, what) broken on the code (views.code_violations)
     folder: Path
 
 
@@ -444,11 +444,12 @@ def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, s
             observed = c.settle(settle_timeout)
             rows.append(_row(0, "(the start: every broker registered, the first election)", DRIVEN, "started",
                              states[0], x, observed, c.settled))
+            seen += [(0, inv, what) for inv, what in code_violations(x, observed)]
             for i, a in enumerate(actions, start=1):
                 kind, did = STEPS[a[0]](x, a, states[i - 1], states[i])
                 observed = c.settle(settle_timeout)
                 rows.append(_row(i, format_action(a), kind, did, states[i], x, observed, c.settled))
-                seen += [(i, inv, what) for inv, what in acked_missing(x, observed)
+                seen += [(i, inv, what) for inv, what in code_violations(x, observed)
                          if what not in {w for _, _, w in seen}]
             _read_to_the_end(x)
     finally:

@@ -96,11 +96,13 @@ def result_differences(s: State, x) -> list[str]:
     return out
 
 
-def acked_missing(x, states: dict[int, dict[str, Any] | None]) -> list[tuple[str, str]]:
-    """What the running code shows of the model's I1 and I2, as (invariant, what): an acknowledged
-    message missing from the commit log of the broker the controller names master (I1), or of a
-    live member of the controller's SyncStateSet (I2's first half; a broker that is down cannot
-    be looked at)."""
+def code_violations(x, states: dict[int, dict[str, Any] | None]) -> list[tuple[str, str]]:
+    """What the running code shows of the model's invariants, as (invariant, what): an
+    acknowledged message missing from the commit log of the broker the controller names master
+    (I1) or of a live member of the controller's SyncStateSet (I2; a broker that is down cannot
+    be looked at), or the confirmed master acking with a set that misses a controller member (I2); with allAck, a master's confirmOffset beyond the last ack a
+    connected member of its SyncStateSet sent (I4's core); two replicas with the same epoch entry
+    and different messages under it (I5); an async learner as master (I7's learner clause)."""
     acked = [body for body, (n, _) in _sent(x).items() if x.outcomes.get(n) == "PUT_OK"]
     controller = x.c.controller.last
     master = x.c.master()
@@ -119,6 +121,49 @@ def acked_missing(x, states: dict[int, dict[str, Any] | None]) -> list[tuple[str
             if b in members:
                 out.append(("I2", f"broker {b} is in the controller's SyncStateSet {members} but its commit log "
                                   f"lacks acknowledged {body}"))
+    for b, st in states.items():
+        if not st or st.get("role") != "SYNC_MASTER" or not x.cfg.all_ack:
+            continue
+        confirm = int(st.get("confirm_offset", -1))
+        acks = {int(slave): int(ack) for slave, ack, _ in st.get("connections", []) if int(ack) >= 0}
+        for member in sorted(int(i) for i in st.get("sss", [])):
+            if member != st.get("broker_id") and member in acks and confirm > acks[member]:
+                out.append(("I4", f"master broker {b}: confirmOffset {confirm} is beyond SyncStateSet member "
+                                  f"{member}'s ack {acks[member]}"))
+    st = states.get(master) if master is not None else None
+    if st and st.get("role") == "SYNC_MASTER" and st.get("master_epoch") == controller.get("master_epoch"):
+        effective = {int(i) for i in st.get("sss", [])}
+        if not set(members) <= effective:
+            out.append(("I2", f"master broker {master} acks with SyncStateSet {sorted(effective)}, which misses "
+                              f"controller members {sorted(set(members) - effective)}"))
+    if master is not None and master in x.cfg.async_learners:
+        out.append(("I7", f"broker {master}, an async learner, is the controller's master"))
+    return out + _log_matching(states)
+
+
+def _epoch_ranges(st: dict[str, Any]) -> dict[tuple[int, int], int]:
+    """(epoch, start) -> where that epoch ends in this replica (the next entry's start, or the
+    log's end)."""
+    entries = [(int(e[0]), int(e[1])) for e in st.get("epochs", [])]
+    ends = [start for _, start in entries[1:]] + [int(st.get("max_offset", 0))]
+    return {entry: end for entry, end in zip(entries, ends)}
+
+
+def _log_matching(states: dict[int, dict[str, Any] | None]) -> list[tuple[str, str]]:
+    """I5's first half on the code: two live replicas that record the same (epoch, start) hold
+    the same messages over that epoch's common range."""
+    out = []
+    live = [(b, st) for b, st in sorted(states.items()) if st and st.get("messages") is not None]
+    for i, (a, sa) in enumerate(live):
+        for b, sb in live[i + 1:]:
+            ra, rb = _epoch_ranges(sa), _epoch_ranges(sb)
+            for (epoch, start) in sorted(set(ra) & set(rb)):
+                end = min(ra[(epoch, start)], rb[(epoch, start)])
+                ma = [(o, body) for o, _, body in sa["messages"] if start <= o < end]
+                mb = [(o, body) for o, _, body in sb["messages"] if start <= o < end]
+                if ma != mb:
+                    out.append(("I5", f"brokers {a} and {b} both record epoch {epoch} from {start} but hold "
+                                      f"{[m for _, m in ma]} and {[m for _, m in mb]} there"))
     return out
 
 
