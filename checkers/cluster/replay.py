@@ -27,7 +27,7 @@ from typing import Any, Callable, NamedTuple
 from rmqcheck.model import commitlog as cl
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import Action, format_action
-from rmqcheck.model.world import State
+from rmqcheck.model.world import PENDING, State
 
 from .harness import DELIVER, DROP, LOSE_ANSWER, Cluster, ClusterConfig
 from .proxy import CUT, HANDSHAKE, TRANSFER, carries_data, frame_state
@@ -65,13 +65,14 @@ class Context:
         # Outcomes the store gave that are still on their way to the client: a put's response is
         # delivered at the model's put_complete (or put_timeout), and lost if the broker dies first.
         self.in_flight: dict[str, tuple[int, str]] = {}  # body -> (broker, status)
+        self.answered_at_once: set[str] = set()  # puts the model answers in the send step itself
         self.ack_marks: dict[int, int] = {}  # slave -> frames of its acks to release at ha_read_ack
         self.read_offsets = [0] * cfg.queues
 
     def on_event(self, kind: str, body: dict[str, Any]) -> None:
         if kind == "put_done" and body.get("msg") in self.pending:
             status = body.get("status", "NO_RESPONSE")
-            if status == "NO_RESPONSE" or status in DEFINITE_FAILURES:  # a refusal is answered with the send
+            if status == "NO_RESPONSE" or status in DEFINITE_FAILURES or body["msg"] in self.answered_at_once:
                 self.deliver(body["msg"], status)
             else:
                 self.in_flight[body["msg"]] = (body["broker"], status)
@@ -109,6 +110,8 @@ def _send(x: Context, a: Action, before: State, after: State) -> tuple[str, str]
         x.history.response(x.sends, body, queue, "FAILURE")
         return DRIVEN, f"broker {b} is down: nothing sent"
     x.pending[body] = (x.sends, queue)
+    if after.sends[-1].status != PENDING:  # no put_complete step will come: the answer goes through at once
+        x.answered_at_once.add(body)
     x.c.put(b, body, queue)
     return DRIVEN, f"put {body} to broker {b}"
 
@@ -118,7 +121,7 @@ def _consume(x: Context, a: Action, before: State, after: State) -> tuple[str, s
     _, b, queue = a
     if not x.c.nodes[b].alive:
         return DRIVEN, f"broker {b} is down: nothing read"
-    got = x.c.read(b, queue, x.read_offsets[queue])
+    got = x.c.read(b, queue, x.read_offsets[queue], max_messages=1)  # one message a pull, as the model
     for m in got.get("messages", []):
         x.history.read(0, m["msg"], queue)
     if got.get("messages"):
@@ -466,19 +469,22 @@ def _row(i: int, action: str, kind: str, did: str, s: State, x: Context, observe
 
 
 def _read_to_the_end(x: Context) -> None:
-    """What a consumer of the master reads at the end (the history's reads for the checker)."""
+    """What a consumer reads at the end (the history's reads for the checker): from the master,
+    or, with no live master, from every live broker (so a message is not called lost only
+    because nobody serves reads)."""
     master = x.c.master()
-    if master is None or not x.c.nodes[master].alive:
-        return
-    for queue in range(x.cfg.queues):
-        offset = 0
-        while True:
-            got = x.c.read(master, queue, offset)
-            if not got.get("messages"):
-                break
-            for m in got["messages"]:
-                x.history.read(0, m["msg"], queue)
-            offset = got["next"]
+    serving = [master] if master is not None and x.c.nodes[master].alive else \
+        [b for b in x.c.brokers if x.c.nodes[b].alive]
+    for b in serving:
+        for queue in range(x.cfg.queues):
+            offset = 0
+            while True:
+                got = x.c.read(b, queue, offset)
+                if not got.get("messages"):
+                    break
+                for m in got["messages"]:
+                    x.history.read(0, m["msg"], queue)
+                offset = got["next"]
     for body, (_, status) in list(x.in_flight.items()):  # responses on their way arrive
         x.deliver(body, status)
     for body in list(x.pending):
