@@ -31,7 +31,7 @@ from rmqcheck.model.world import PENDING, State
 
 from .harness import DELIVER, DROP, LOSE_ANSWER, Cluster, ClusterConfig
 from .proxy import CUT, HANDSHAKE, TRANSFER, carries_data, frame_state
-from .run import DEFINITE_FAILURES, History
+from .run import DEFINITE_FAILURES, History, openchaos_result
 from .views import code_violations, cluster_view, differences, model_view, result_differences
 
 DRIVEN, OWN, NOT_DRIVABLE = "driven", "the code's own", "not drivable"
@@ -52,14 +52,13 @@ class Row(NamedTuple):
 
 
 class Context:
-    """What the steps share: the cluster, the recorded history, the names of the messages."""
+    """What the steps share: the cluster, the recorded history, what the client was told."""
 
     def __init__(self, cluster: Cluster, history: History, cfg: Config) -> None:
         self.c = cluster
         self.history = history
         self.cfg = cfg
         self.sends = 0
-        self.names: dict[int, str] = {}  # model message id -> the message's body on the cluster
         self.outcomes: dict[int, str] = {}  # send number -> the PutMessageStatus the client received
         self.pending: dict[str, tuple[int, int]] = {}  # body -> (send number, queue)
         # Outcomes the store gave that are still on their way to the client: a put's response is
@@ -87,8 +86,7 @@ class Context:
         if msg in self.pending:
             send, queue = self.pending.pop(msg)
             self.outcomes[send] = status
-            result = "SUCCESS" if status == "PUT_OK" else "FAILURE" if status in DEFINITE_FAILURES else "UNKNOWN"
-            self.history.response(send, msg, queue, result)
+            self.history.response(send, msg, queue, openchaos_result(status))
 
 
 Step = Callable[[Context, Action, State, State], tuple[str, str]]
@@ -103,8 +101,6 @@ def _send(x: Context, a: Action, before: State, after: State) -> tuple[str, str]
     x.sends += 1
     written = len(after.msgs) > len(before.msgs)
     body = f"m{after.msgs[-1].id}" if written else f"x{x.sends}"
-    if written:
-        x.names[after.msgs[-1].id] = body
     x.history.request(x.sends, body, queue)
     if not x.c.nodes[b].alive:
         x.history.response(x.sends, body, queue, "FAILURE")
@@ -129,16 +125,10 @@ def _consume(x: Context, a: Action, before: State, after: State) -> tuple[str, s
     return DRIVEN, f"read {[m['msg'] for m in got.get('messages', [])]} from broker {b}"
 
 
-def _own(why: str) -> Step:
-    def step(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
-        return OWN, why
-    return step
-
-
 def _put_done(statuses: tuple[str, ...]) -> Step:
     def step(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
         _, b, msg = a
-        body = x.names.get(msg, f"m{msg}")
+        body = f"m{msg}"
         end = time.monotonic() + FRAME_WAIT
         while body not in x.in_flight and body in x.pending and time.monotonic() < end:
             x.c.settle(0.2)  # the store completes the put once the acks the model released arrive
@@ -153,9 +143,10 @@ def _put_done(statuses: tuple[str, ...]) -> Step:
     return step
 
 
-def _not_drivable(why: str) -> Step:
+def _fixed(kind: str, why: str) -> Step:
+    """A step the harness does not drive: the code's own, or not drivable, and why."""
     def step(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
-        return NOT_DRIVABLE, why
+        return kind, why
     return step
 
 
@@ -385,43 +376,42 @@ STEPS: dict[str, Step] = {
     "consume": _consume,
     "put_complete": _put_done(("PUT_OK",)),
     "put_timeout": _put_done(("FLUSH_SLAVE_TIMEOUT",)),
-    "dispatch": _own("ReputMessageService dispatches by itself"),
-    "flush": _own("the flush service flushes by itself"),
+    "dispatch": _fixed(OWN, "ReputMessageService dispatches by itself"),
+    "flush": _fixed(OWN, "the flush service flushes by itself"),
     "ha_connect": _ha_connect,
     "ha_transfer": _ha_transfer,
     "ha_slave_ack": _ha_slave_ack,
     "ha_read_ack": _ha_read_ack,
-    "ha_timeout": _own("a cut link closes the connection at once"),
+    "ha_timeout": _fixed(OWN, "a cut link closes the connection at once"),
     "check_sss": _task("check_sss"),
     "alter_sss": _alter_sss(DELIVER),
     "alter_sss_fail": _alter_sss(DROP),
     "sync_replica_info": _task("sync_replica_info"),
     "register": _register,
-    "finish_promotion": _own("changeToMaster ends by itself once dispatch caught up"),
+    "finish_promotion": _fixed(OWN, "changeToMaster ends by itself once dispatch caught up"),
     "heartbeat": _heartbeat,
-    "sync_consumer_offsets": _not_drivable("SlaveSynchronize is a stand-in: consumer offsets are not synced"),
+    "sync_consumer_offsets": _fixed(NOT_DRIVABLE, "SlaveSynchronize is a stand-in: consumer offsets are not synced"),
     "controller_elect": _controller_elect,
-    "controller_apply": _not_drivable("the cluster's controller applies every event at once (one controller)"),
+    "controller_apply": _fixed(NOT_DRIVABLE, "the cluster's controller applies every event at once (one controller)"),
     "tick": _tick,
     "restart": _restart,
     "heal": _heal,
     "crash": _crash,
     "conn_reset": _conn_reset,
-    "ha_linger": _not_drivable("the proxy cannot close one end of a connection and keep the other yet"),
-    "ha_close_lingering": _not_drivable("the proxy cannot close one end of a connection and keep the other yet"),
+    "ha_linger": _fixed(NOT_DRIVABLE, "the proxy cannot close one end of a connection and keep the other yet"),
+    "ha_close_lingering": _fixed(NOT_DRIVABLE, "the proxy cannot close one end of a connection and keep the other yet"),
     "partition": _partition,
     "hb_timeout": _hb_timeout,
     "admin_elect": _admin_elect,
     "lose_epoch_file": _lose_epoch_file,
-    "controller_failover": _not_drivable("the cluster has one controller"),
-    "consumer_restart": _not_drivable("the harness's consumer commits no offsets"),
+    "controller_failover": _fixed(NOT_DRIVABLE, "the cluster has one controller"),
+    "consumer_restart": _fixed(NOT_DRIVABLE, "the harness's consumer commits no offsets"),
 }
 
 
 class Outcome(NamedTuple):
     rows: list[Row]
     seen: list[tuple[int, str, str]]  # (step, invariant, what) broken on the code (views.code_violations)
-    folder: Path
 
 
 def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, src: str | None,
@@ -459,12 +449,12 @@ def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, s
         history.write()
         log.write("".join(json.dumps(row._asdict()) + "\n" for row in rows))
         log.close()
-    return Outcome(rows, seen, folder)
+    return Outcome(rows, seen)
 
 
 def _row(i: int, action: str, kind: str, did: str, s: State, x: Context, observed, settled: bool) -> Row:
     code = cluster_view(observed, x.c.controller.state())
-    diffs = differences(model_view(s, x.names, x.cfg), code)
+    diffs = differences(model_view(s, x.cfg), code)
     return Row(i, action, kind, did, tuple(diffs + result_differences(s, x)), settled, code)
 
 

@@ -38,6 +38,11 @@ DEFINITE_FAILURES = {"IN_SYNC_REPLICAS_NOT_ENOUGH", "SERVICE_NOT_AVAILABLE", "ME
 FAULTS = ("crash", "power_loss", "isolate_ha", "blackhole_ha", "isolate_controller")
 
 
+def openchaos_result(status: str) -> str:
+    """What the client knows of its message from a PutMessageStatus."""
+    return "SUCCESS" if status == "PUT_OK" else "FAILURE" if status in DEFINITE_FAILURES else "UNKNOWN"
+
+
 class Op(NamedTuple):
     f: str
     arg: int | None = None
@@ -106,8 +111,7 @@ class Client:
         if client is None:
             return
         status = body.get("status", "NO_RESPONSE")
-        result = "SUCCESS" if status == "PUT_OK" else "FAILURE" if status in DEFINITE_FAILURES else "UNKNOWN"
-        self.history.response(client, body["msg"], queue, result)
+        self.history.response(client, body["msg"], queue, openchaos_result(status))
 
     def put(self, queue: int) -> str:
         self.sent += 1

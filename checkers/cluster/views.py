@@ -23,7 +23,7 @@ def _starts_before(offset: int, spans: list[tuple[int, int]]) -> int:
     return sum(1 for start, _ in spans if start < offset)
 
 
-def model_view(s: State, names: dict[int, str], cfg: Config) -> dict[str, Any]:
+def model_view(s: State, cfg: Config) -> dict[str, Any]:
     """The model's state as the cluster can show it (module docstring)."""
     brokers = {}
     for b in s.brokers:
@@ -35,7 +35,7 @@ def model_view(s: State, names: dict[int, str], cfg: Config) -> dict[str, Any]:
         brokers[b.id] = {
             "role": b.role if b.running else "none",
             "masterEpoch": b.master_epoch,
-            "messages": [names.get(m.id, f"m{m.id}") for m in held],
+            "messages": [f"m{m.id}" for m in held],  # the replay names message N mN on the cluster
             "confirm": _in_messages(get_confirm_offset(b, cfg), spans),  # what the store's getter answers
             "epochs": [(e, _starts_before(start, spans)) for e, start in b.epochs.entries],
             "syncStateSet": sorted(b.sss) if b.role == MASTER and b.running else None,
