@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_rocketmq
-from rmqcheck.checkers.cluster import run as cluster_run
+from rmqcheck.checkers.cluster import historical, run as cluster_run
 from rmqcheck.checkers.cluster.harness import Cluster, ClusterConfig, _drop_after
 from rmqcheck.checkers.cluster.proxy import BLACKHOLE, CUT, OPEN, STEP, LinkProxy
 from rmqcheck.cli import main
@@ -340,3 +340,16 @@ def test_the_readme_says_what_each_finding_does_on_the_running_code(name, capsys
         assert code == 1 and seen, text[-600:]
     else:
         assert said.startswith("held") and code == 0, text[-600:]
+
+
+@needs_rocketmq
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(historical.BUGS))
+def test_a_historical_bug_put_back_is_caught_by_cluster_runs_within_ten_minutes(name, tmp_path, capsys):
+    """README, Real runs: each historical bug put back into the tree (checkers/cluster/historical.py)
+    makes `rmqcheck cluster` end with an unexplained violation within a 600 s budget."""
+    bug = historical.BUGS[name]
+    code = main(["cluster", "--config", bug.config, "--rocketmq-src", str(historical.tree(name)), "--budget", "600",
+                 "--stop-at-unexplained", "--out", str(tmp_path / "runs")])
+    text = capsys.readouterr().out
+    assert code == 1 and "the configuration does not explain" in text, text[-2000:]

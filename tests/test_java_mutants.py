@@ -10,7 +10,6 @@ intended forms of findings, so they also show that those findings are the code's
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ from rmqcheck.checkers.java.driver import JavaDriver
 
 from conftest import needs_rocketmq
 
-PATCHED = build.REPO / "build" / "patched"
 _C = "controller/src/main/java/org/apache/rocketmq/controller/"
 _S = "store/src/main/java/org/apache/rocketmq/store/"
 _E = _S + "ha/autoswitch/EpochFileCache.java"
@@ -97,16 +95,7 @@ pytestmark = needs_rocketmq
 
 def patched_tree(name: str) -> Path:
     """The shared tree's source roots with one mutant applied, under build/patched/<name>/."""
-    rel, old, new = MUTANTS[name]
-    tree = PATCHED / name
-    if not (tree / ".patched").exists():
-        shutil.rmtree(tree, ignore_errors=True)
-        root = build._extract(build.locate(None), tree / "x")
-        text = (root / rel).read_text(encoding="utf-8")
-        assert text.count(old) == 1, f"{name}: the line to change is not in the tree once"
-        (root / rel).write_text(text.replace(old, new), encoding="utf-8")
-        (tree / ".patched").write_text(str(root.relative_to(tree)))
-    return tree / (tree / ".patched").read_text()
+    return build.patched(name, (build.Change(*MUTANTS[name]),))
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))

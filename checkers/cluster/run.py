@@ -5,7 +5,7 @@ history; the four never reach into each other.
 - generator (`schedule`): a seeded list of operations: puts and reads, rounds of time (heartbeats,
   a controller tick, elections, ReplicasManager's tasks), and at most `faults` perturbations:
   crash (kill -9), power loss, a broker's HA links cut or blackholed, a broker cut off from the
-  controller. Healing (restart, heal) is never bounded. Every run ends with everything healed,
+  controller or its controller answers lost. Healing (restart, heal) is never bounded. Every run ends with everything healed,
   every broker restarted and rounds until a master serves, then a read of every queue to its end.
 - client (`Client`): sends each put to the broker the controller names master and records the
   outcome; reads from a broker at the consumer's offset; both as OpenChaos history lines.
@@ -28,14 +28,17 @@ from typing import Any, Callable, NamedTuple
 
 from rmqcheck.model.config import Config
 
-from .harness import DELIVER, DROP, Cluster, ClusterConfig
+from .harness import DELIVER, DROP, LOSE_ANSWER, Cluster, ClusterConfig
 from .proxy import BLACKHOLE, CUT
 
 # OpenChaos results of a put (traces/openchaos.py): what the client knows of its message.
 DEFINITE_FAILURES = {"IN_SYNC_REPLICAS_NOT_ENOUGH", "SERVICE_NOT_AVAILABLE", "MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED",
                      "NO_ROUTE"}  # nothing was appended
 
-FAULTS = ("crash", "power_loss", "isolate_ha", "blackhole_ha", "isolate_controller")
+# isolate_controller drops a broker's RPCs before the controller sees them; lose_answers lets the
+# controller apply them and loses the answers (known-bugs A1: an applied AlterSyncStateSet whose
+# answer never came back).
+FAULTS = ("crash", "power_loss", "isolate_ha", "blackhole_ha", "isolate_controller", "lose_answers")
 
 
 def openchaos_result(status: str) -> str:
@@ -156,8 +159,8 @@ class Nemesis:
             c.restart(b)
         elif op.f in ("isolate_ha", "blackhole_ha"):
             c.links_of(b, CUT if op.f == "isolate_ha" else BLACKHOLE)
-        elif op.f == "isolate_controller":
-            c.rpc_policy[b] = DROP
+        elif op.f in ("isolate_controller", "lose_answers"):
+            c.rpc_policy[b] = DROP if op.f == "isolate_controller" else LOSE_ANSWER
         elif op.f == "heal":
             c.heal()
         else:

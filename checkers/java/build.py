@@ -53,6 +53,7 @@ def _cache_dir() -> Path:
 
 BUILD = _cache_dir()
 ROOTS = ("common", "remoting", "controller", "store")
+CLUSTER_ROOTS = ROOTS + ("broker", "client")
 
 # Debian's jars, by file name under /usr/share/java, and the package that installs each.
 JAR_DIR = Path("/usr/share/java")
@@ -155,7 +156,7 @@ CLUSTER = Target("cluster", "RmqcheckBroker", ("stubs-broker", "stubs-store", "s
                                               "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
                                               "--add-opens", "java.base/jdk.internal.misc=ALL-UNNAMED",
                                               "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED"),
-                 ROOTS + ("broker", "client"))
+                 CLUSTER_ROOTS)
 
 
 class BuildError(RuntimeError):
@@ -259,6 +260,40 @@ def _extract(tarball: Path, dest: Path, roots: tuple[str, ...] = ROOTS) -> Path:
                              f"(it has no controller/src/main/java/org/apache/rocketmq/)")
         tar.extractall(dest, members=members, filter="data")
     return dest / prefix if prefix else dest
+
+
+class Change(NamedTuple):
+    """One change to a RocketMQ source file: `old` (found exactly `count` times) becomes `new`."""
+    rel: str
+    old: str
+    new: str
+    count: int = 1
+
+
+PATCHED = REPO / "build" / "patched"
+
+
+def patched(name: str, changes: tuple[Change, ...], src: str | os.PathLike | None = None,
+            roots: tuple[str, ...] = CLUSTER_ROOTS) -> Path:
+    """A copy of the tree's source roots with `changes` applied, under build/patched/<name>/
+    (made once: a later call reuses it); the tree root, for --rocketmq-src."""
+    tree = PATCHED / name
+    PATCHED.mkdir(parents=True, exist_ok=True)
+    with _locked(PATCHED / f"{name}.lock"):  # test workers may ask for the same tree at once
+        if not (tree / ".patched").exists():
+            shutil.rmtree(tree, ignore_errors=True)
+            tarball = locate(src)
+            if not tarball.is_file():
+                raise BuildError(f"{tarball}: a patched tree is made from a source tarball")
+            root = _extract(tarball, tree / "x", roots)
+            for c in changes:
+                text = (root / c.rel).read_text(encoding="utf-8")
+                if text.count(c.old) != c.count:
+                    raise BuildError(f"{name}: {c.rel} holds the text to change {text.count(c.old)} times, "
+                                     f"not {c.count}")
+                (root / c.rel).write_text(text.replace(c.old, c.new), encoding="utf-8")
+            (tree / ".patched").write_text(str(root.relative_to(tree)))
+    return tree / (tree / ".patched").read_text()
 
 
 def check_tree(tree: Path, label: str | Path, needed: dict[str, tuple[str, ...]] = NEEDED) -> None:
