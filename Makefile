@@ -81,7 +81,7 @@ run: $(STAMP) java
 # session starts once). docs/performance.md has the figures.
 TEST_WORKERS ?= 2
 test: $(STAMP) java jdk chromium
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The edit-run loop: unit tests and scenarios, no JVM, no Spark, nothing slow (under 2 minutes).
 test-fast: $(STAMP)

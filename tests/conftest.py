@@ -35,7 +35,7 @@ def ha_driver():
 # `make test-fast` (the edit-run loop) leaves out what starts a JVM or Spark, builds or installs
 # rmqcheck, or takes more than a couple of seconds: marked `heavy` here by module and fixture,
 # elsewhere by hand (@pytest.mark.heavy). `make test` runs everything.
-HEAVY_MODULES = {"test_distributed", "test_spark_cluster", "test_java_record", "test_java_mutants", "test_java_driver",
+HEAVY_MODULES = {"test_distributed", "test_java_record", "test_java_mutants", "test_java_driver",
                  "test_java_lockstep", "test_ci_docs", "test_packaging", "test_conform_logic", "test_pytest_plugin",
                  "test_report", "test_fuzz"}
 HEAVY_FIXTURES = {"driver", "ha_driver", "classpath", "spark", "wheel", "github_run", "fresh_venv"}
@@ -46,6 +46,27 @@ def pytest_itemcollected(item):
     if module in HEAVY_MODULES or HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())) \
             or getattr(item, "path", None) is not None and item.path.parent.name == "conform":
         item.add_marker(pytest.mark.heavy)
+
+
+# The order in which `make test`'s two workers take the modules (pytest-xdist --dist loadfile with
+# --no-loadscope-reorder hands them out in collection order): the longest first, so neither
+# worker is left alone with a long one at the end. Seconds measured on 2 busy cores,
+# 2026-11-26 (docs/performance.md); a stale figure costs balance, never a result. The modules not
+# named follow in their own order, and test_packaging comes last: it uses the CI workflow run
+# that test_ci_docs makes, and would otherwise wait about 40 s for it on the other worker.
+MODULE_SECONDS = {"test_distributed": 205, "test_traces": 100, "test_java_mutants": 88, "test_explore": 86,
+                  "test_footprint": 86, "test_cluster": 66, "test_matrix": 58, "test_proofs": 52, "test_cli": 51,
+                  "test_java_driver": 50, "test_dledger": 44, "test_conform_logic": 43, "test_rediscovery": 42,
+                  "test_ci_docs": 41, "test_outputs": 40, "test_recovery": 38, "test_reach": 36, "test_fuzz": 35,
+                  "test_java_lockstep": 34}
+LAST = "test_packaging"
+
+
+def pytest_collection_modifyitems(items):
+    def cost(item):
+        name = getattr(getattr(item, "module", None), "__name__", "")
+        return (name == LAST, -MODULE_SECONDS.get(name, 0))
+    items.sort(key=cost)  # stable: a module's tests keep their order
 
 
 pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs pytest on scenario folders

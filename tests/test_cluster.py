@@ -197,7 +197,8 @@ def _own_jvms(cluster: Cluster) -> list[int]:
 def test_a_failover_elects_a_slave_and_the_old_master_rejoins_holding_every_acked_message(tmp_path):
     """failover-with-truncation's shape on the running code: broker 3's link is blackholed, so
     m2 reaches broker 2 only and times out (present but not acked); the master dies; the controller
-    elects broker 2 (epoch 2 from offset 218); broker 1 restarts as its slave and catches up."""
+    elects broker 2 (epoch 2 from offset 218); broker 1 restarts as its slave and catches up, though
+    another process took its old HA port."""
     outcomes = {}
     with Cluster(ClusterConfig(brokers=3), tmp_path,
                  on_event=lambda kind, body: outcomes.update({body["msg"]: body["status"]})
@@ -211,7 +212,14 @@ def test_a_failover_elects_a_slave_and_the_old_master_rejoins_holding_every_acke
         c.settle()
         assert outcomes == {"m1": "PUT_OK", "m2": "FLUSH_SLAVE_TIMEOUT"}
         jvms = _own_jvms(c)
+        old_port = c.ha_ports[1]
         c.crash(1)
+        # A port in use: the harness never asks for a fixed one, so broker 1's old HA port taken by
+        # someone else changes nothing (its restart listens on another; the proxies look it up).
+        taken = socket.socket()
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", old_port))
+        taken.listen()
         for _ in range(4):  # heartbeats stop from broker 1; after the timeout the controller elects
             for b in (2, 3):
                 c.heartbeat(b)
@@ -232,6 +240,8 @@ def test_a_failover_elects_a_slave_and_the_old_master_rejoins_holding_every_acke
             assert s["epochs"][:1] == [[1, 0, 218]] or s["epochs"] == [[1, 0, 9223372036854775807]]
         assert states[2]["epochs"] == [[1, 0, 218], [2, 218, 9223372036854775807]]
         assert c.read(2, 0, 0)["messages"][0]["msg"] == "m1"
+        assert c.ha_ports[1] != old_port
+        taken.close()
         jvms += [*_own_jvms(c), c.controller.driver.proc.pid]
     for pid in set(jvms):  # every JVM the cluster started has ended
         with pytest.raises(ProcessLookupError):

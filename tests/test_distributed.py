@@ -1,14 +1,18 @@
 """Exploration and the long jobs on Spark (issue 28): the same answers as the local engine, on
-embedded Spark (local[2]) and on a real multi-process cluster (local-cluster[2,1,1024]);
-resumable; refusing a resume with other options; unchanged by a task that fails once."""
+embedded Spark (local[2]) and on a real multi-process cluster (local-cluster[2,1,1024]: a driver
+and two executor JVMs with their own Python workers, talking over loopback, as on a real
+cluster); resumable; refusing a resume with other options; unchanged by a task that fails once.
+Validation's Spark engine on that cluster too (it shares the session)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 import pytest
 
@@ -18,7 +22,10 @@ from rmqcheck.checkers.search.distributed import ExploreError, SparkExplorer
 from rmqcheck.cli import main
 from rmqcheck.invariants.catalogue import expected_ids
 from rmqcheck.model import configs
-from rmqcheck.traces.spark import session
+from rmqcheck.traces import files
+from rmqcheck.traces.recorder import Corpus, simulate
+from rmqcheck.traces.spark import session, validate_spark
+from rmqcheck.traces.validate import discover, validate_local
 
 CLUSTER = "local-cluster[2,1,1024]"
 
@@ -311,3 +318,21 @@ def test_sleep_sets_on_spark_reach_the_local_explorers_states(python, tmp_path):
     assert remote.levels == plain.levels and remote.pruned == plain.pruned
     assert remote.slept > 0 and remote.transitions + remote.slept == plain.transitions
     assert {i: len(h.actions) for i, h in remote.hits.items()} == {i: len(h.actions) for i, h in plain.hits.items()}
+
+
+OPENCHAOS = Path(__file__).resolve().parent / "data" / "openchaos-queue-history"
+
+
+def test_validation_on_a_multi_process_cluster_gives_the_local_report(python, tmp_path):
+    """The Spark engine of `validate` on the same multi-process cluster: the executors' working
+    directories differ from ours, so relative input paths must survive."""
+    simulate(Corpus(runs=24, steps=60, runs_per_file=8, fmt="parquet", stores=True), tmp_path)
+    part = tmp_path / "part-00002.parquet"
+    recs = pq.read_table(part).to_pylist()
+    recs[3]["seq"] = 99  # a gap: one run stops conforming
+    files.write_part(part, recs, files.PARQUET)
+    inputs = discover([os.path.relpath(tmp_path), os.path.relpath(OPENCHAOS)])
+    local = validate_local(inputs)
+    assert {v.check for v in local.violations} >= {"conformance", "lost_ack"}
+    remote = validate_spark(inputs, spark=spark_on(CLUSTER, python))
+    assert remote.violations == local.violations and remote.units == local.units

@@ -582,19 +582,19 @@ import os, signal, sys, threading, time
 from rmqcheck.traces import spark as engine
 
 started = threading.Event()
-real = engine.history_violations
+real = engine._events
 
-def slow(h, ends):  # a Spark job on the driver that outlasts the interrupt
+def slow(spark, traces, skip):  # the first Spark job, on the driver, outlasts the interrupt
     started.set()
-    h.sparkSession.range(10**13).selectExpr("sum(id)").collect()
-    return real(h, ends)
+    spark.range(10**13).selectExpr("sum(id)").collect()
+    return real(spark, traces, skip)
 
 def interrupt():
     started.wait(300)
     time.sleep(1)
     os.kill(os.getpid(), signal.SIGINT)
 
-engine.history_violations = slow
+engine._events = slow
 threading.Thread(target=interrupt, daemon=True).start()
 from rmqcheck.cli import main
 sys.exit(main(["validate", sys.argv[1], "--engine", "spark", "--master", "local[1]", "--quiet",

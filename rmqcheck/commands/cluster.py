@@ -96,7 +96,7 @@ def run(args) -> int:
                 seed = args.seed + i
                 try:
                     r = run_once(cfg, seed, partial / f"run-{seed}", args.steps, args.faults, args.rocketmq_src)
-                except (ClusterError, NodeError) as exc:  # kept, with its logs: the folder is renamed as usual
+                except (ClusterError, NodeError, OSError) as exc:  # kept with its logs (a full disk too)
                     failed = (seed, exc)
                     break
                 violations = check_run(r.folder, cfg)

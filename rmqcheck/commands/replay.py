@@ -159,7 +159,7 @@ def _replay_cluster(args, cx: Counterexample, states) -> int:
             raise UsageError(f"--cluster: the cluster could not start: {exc}") from None
         except Exception as exc:  # the run's files are kept (--keep), logs and thread dumps with them
             failed = exc
-    if isinstance(failed, (ClusterError, NodeError)):
+    if isinstance(failed, (ClusterError, NodeError, OSError)):  # OSError: the run's disk is full, say
         raise UsageError(f"--cluster: the harness failed: {failed}"
                          + (f" (its files: {args.keep})" if args.keep else " (--keep DIR keeps its files)"))
     if failed is not None:
