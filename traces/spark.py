@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from functools import reduce
 from pathlib import Path
 from typing import Iterator
@@ -381,7 +382,9 @@ def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None
         try:
             return validate_spark(inputs, skip, spark=spark)
         finally:
-            spark.stop()
+            with warnings.catch_warnings():  # after a Ctrl-C the JVM may be gone: PySpark warns of it
+                warnings.filterwarnings("ignore", "Unable to cleanly shutdown Spark JVM", RuntimeWarning)
+                spark.stop()
     units: dict[str, int] = {"files": len(inputs.traces), "histories": len(inputs.histories), "store_sets": len(inputs.store_sets)}
     seconds: dict[str, float] = {}
     bad: list[BadRecord] = []
