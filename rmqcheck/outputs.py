@@ -213,9 +213,15 @@ def output_folder(out: str | Path, written_by: str = "rmqcheck") -> Iterator[Pat
     old = out.with_name(f".{out.name}.old{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
+    finished = False
     try:
         yield tmp
-        (tmp / MANIFEST).write_text(json.dumps({"written_by": written_by, "entries": _entries(tmp)}, indent=1) + "\n")
+        try:
+            (tmp / MANIFEST).write_text(json.dumps({"written_by": written_by, "entries": _entries(tmp)}, indent=1) + "\n")
+        except OSError as exc:  # a full disk: what was written stays, named
+            finished = True
+            raise OutputError(f"{out}: could not be finished ({exc.strerror or exc}); what was written is in {tmp}") \
+                from None
         if out.exists():
             os.replace(out, old)
         try:
@@ -225,5 +231,6 @@ def output_folder(out: str | Path, written_by: str = "rmqcheck") -> Iterator[Pat
                 os.replace(old, out)
             raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not finished:
+            shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)

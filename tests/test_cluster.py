@@ -18,6 +18,7 @@ from conftest import needs_rocketmq
 from rmqcheck.checkers.cluster import historical, run as cluster_run
 from rmqcheck.checkers.cluster.harness import Cluster, ClusterConfig, _drop_after
 from rmqcheck.checkers.cluster.proxy import BLACKHOLE, CUT, OPEN, STEP, LinkProxy
+from rmqcheck.checkers.java import build
 from rmqcheck.cli import main
 from rmqcheck.model.bugs import TOGGLES
 from rmqcheck.traces.openchaos import read_history
@@ -352,14 +353,88 @@ def test_the_readme_says_what_each_finding_does_on_the_running_code(name, capsys
         assert said.startswith("held") and code == 0, text[-600:]
 
 
+# README, Real runs: what the schedules do not reach yet (strict: catching one fails the test, so
+# the README is brought up to date).
+NOT_CAUGHT_YET = {
+    "sss_expand_answer_lost": "needs a shrink, then a re-expansion whose answer is lost: 8 runs in 1,216 s did not",
+    "confirm_over_connected_only": "its harm is a deposed master's reads; the client reads from the master only",
+}
+
+
 @needs_rocketmq
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(historical.BUGS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=NOT_CAUGHT_YET[n], strict=True))
+                                  if n in NOT_CAUGHT_YET else n for n in sorted(historical.BUGS)])
 def test_a_historical_bug_put_back_is_caught_by_cluster_runs_within_ten_minutes(name, tmp_path, capsys):
     """README, Real runs: each historical bug put back into the tree (checkers/cluster/historical.py)
-    makes `rmqcheck cluster` end with an unexplained violation within a 600 s budget."""
+    makes `rmqcheck cluster` end with a violation that the unchanged tree, run with the same seed,
+    does not show, within a 600 s budget."""
     bug = historical.BUGS[name]
     code = main(["cluster", "--config", bug.config, "--rocketmq-src", str(historical.tree(name)), "--budget", "600",
-                 "--stop-at-unexplained", "--out", str(tmp_path / "runs")])
+                 "--baseline", str(build.locate(None)), "--stop-at-unexplained", "--out", str(tmp_path / "runs")])
     text = capsys.readouterr().out
     assert code == 1 and "the configuration does not explain" in text, text[-2000:]
+
+
+def test_a_violation_the_baseline_tree_shows_too_is_the_baselines(tmp_path, monkeypatch):
+    """cluster --baseline: the run with a violation is run again on the unchanged tree, same seed;
+    what that run shows too (the same check on the same subject) is classed "baseline"."""
+    from argparse import Namespace
+
+    from rmqcheck.commands import cluster as command
+
+    ran = []
+    monkeypatch.setattr(command, "run_once", lambda cfg, seed, folder, steps, faults, src: ran.append((seed, src)))
+    monkeypatch.setattr(command, "check_run", lambda folder, cfg: [
+        ("epoch_agreement", "unexplained", "replicas broker-1 broker-2", "epoch 1 starts at 0 and 109"),
+        ("duplicate", "reported", "message m1", "read twice")])
+    mine = [("epoch_agreement", "unexplained", "replicas broker-1 broker-2", "epoch 1 starts at 109 and 0"),
+            ("lost_ack", "unexplained", "message m4", "acked, never read"),
+            ("duplicate", "reported", "message m1", "read twice")]
+    args = Namespace(steps=30, faults=3, baseline="CLEAN", keep_stores=True)
+    got = command._against_baseline(mine, None, 7, tmp_path, args)
+    assert ran == [(7, "CLEAN")]
+    assert [kind for _, kind, _, _ in got] == ["baseline", "unexplained", "reported"]
+
+
+@needs_rocketmq
+@pytest.mark.heavy
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mounts a small tmpfs (needs root)")
+def test_a_full_disk_is_a_harness_failure_that_keeps_and_names_the_runs_files(tmp_path, capsys):
+    import subprocess
+
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(tiny)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        (tiny / "filler").write_bytes(bytes(2048 * 1024 - 40 * 1024))  # 40 KiB left
+        code = main(["cluster", "--config", "durable", "--runs", "1", "--steps", "10", "--out", str(tiny / "runs")])
+        err = capsys.readouterr().err
+        assert code == 2 and "the harness failed" in err and "No space left on device" in err, err
+        kept = err.rsplit("what was written is in ", 1)[1].strip()
+        assert Path(kept).is_dir() and (Path(kept) / "run-0").is_dir()
+        ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        assert str(tiny) not in ps  # every JVM of the run has ended
+    finally:
+        subprocess.run(["umount", "-l", str(tiny)], capture_output=True)
+
+
+def test_what_the_running_code_broke_is_classed_by_what_the_configuration_promises(tmp_path, monkeypatch):
+    """cluster: the invariants the code broke on the way (code-violations.jsonl) are violations
+    like validate's: unexplained when the configuration promises the invariant, else expected."""
+    from types import SimpleNamespace
+
+    from rmqcheck.commands import cluster as command
+    from rmqcheck.model import configs
+
+    monkeypatch.setattr(command, "validate_local", lambda inputs: SimpleNamespace(violations=[]))
+    monkeypatch.setattr(command, "discover", lambda paths: None)
+    (tmp_path / cluster_run.CODE_VIOLATIONS).write_text(
+        json.dumps({"step": 9, "invariant": "I2", "what": "broker 2 is in the controller's SyncStateSet [1, 2] but "
+                                                          "its commit log lacks acknowledged m3"}) + "\n")
+    durable, default = configs.load("durable"), configs.load("default")
+    assert command.check_run(tmp_path, durable) == [
+        ("I2", "unexplained", "broker 2 is in the controller's SyncStateSet [1, 2] but its commit log lacks "
+                              "acknowledged m3", "on the running code, step 9")]
+    assert [kind for _, kind, _, _ in command.check_run(tmp_path, default)] == ["expected"]

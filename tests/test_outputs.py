@@ -309,3 +309,23 @@ def test_ctrl_c_while_workers_fork_is_not_lost():
 
     done = subprocess.run([sys.executable, "-c", CTRL_C_DURING_FORK], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "interrupted" and "Exception ignored" not in done.stderr, done.stderr[-600:]
+
+
+def test_a_folder_that_cannot_be_finished_keeps_what_was_written_and_names_it(tmp_path, monkeypatch):
+    """A full disk when the manifest is written: the files stay, in the folder the error names."""
+    import errno
+    from pathlib import Path
+
+    real = Path.write_text
+
+    def full(self, *a, **k):
+        if self.name == outputs.MANIFEST:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(outputs.OutputError, match="could not be finished \\(No space left on device\\)") as caught:
+        with outputs.output_folder(tmp_path / "out") as folder:
+            (folder / "run-0").mkdir()
+    kept = Path(str(caught.value).rsplit("what was written is in ", 1)[1])
+    assert (kept / "run-0").is_dir() and not (tmp_path / "out").exists()

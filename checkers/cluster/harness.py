@@ -253,15 +253,17 @@ class Cluster:
             return None
         return int(str(address).rsplit(":", 1)[1]) - 30000
 
-    def settle(self, timeout: float = 8.0) -> dict[int, dict[str, Any] | None]:
+    def settle(self, timeout: float = 8.0, stuck_after: float | None = None) -> dict[int, dict[str, Any] | None]:
         """Run queued one-shots and wait until the cluster is quiet (module docstring) and every
         slave on an open link to the master holds what the master holds; the brokers' states.
         `self.settled` says whether that happened within `timeout` seconds (a slave that cannot
-        catch up, a link held: the caller records the step as not settled)."""
+        catch up, a link held: the caller records the step as not settled). With `stuck_after`,
+        it gives up sooner when nothing but a slave's lag keeps it busy and nothing has moved for
+        that long (a slave whose handshake finds no consistent point never catches up)."""
         end = time.monotonic() + timeout
         quiet_for = 2 * self.cfg.ha_heartbeat_ms / 1000  # a slave reports at least this often
         last: Any = None
-        stable_since = time.monotonic()
+        stable_since = moved_at = time.monotonic()
         while True:
             states = {b: self.observe(b) for b in self.brokers}
             for b, s in states.items():
@@ -272,14 +274,18 @@ class Cluster:
                     last = None
             held = sum(link.bytes_held() for link in self.links.values() if link.mode == OPEN)
             working = {b: s and self._working(b, s) for b, s in states.items()}
-            busy = bool(held or (self.puts and not self.stepping) or any(working.values())) or self._behind(states)
+            working_now = bool(held or (self.puts and not self.stepping) or any(working.values()))
+            busy = working_now or self._behind(states)
             shape = {b: _shape(s) for b, s in states.items()}
+            if shape != last:
+                moved_at = time.monotonic()
             if busy or shape != last:
                 last, stable_since = shape, time.monotonic()
             elif time.monotonic() - stable_since >= quiet_for:
                 self.settled = True
                 return self._with_messages(states)
-            if time.monotonic() > end:
+            stuck = stuck_after is not None and not working_now and time.monotonic() - moved_at >= stuck_after
+            if time.monotonic() > end or stuck:
                 if any(w and ("busy" in w or "rpcs_waiting" in w) for w in working.values()):
                     raise ClusterError(f"a broker is stuck in a command or an RPC: {working}")
                 self.settled = False

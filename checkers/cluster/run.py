@@ -10,11 +10,15 @@ history; the four never reach into each other.
 - client (`Client`): sends each put to the broker the controller names master and records the
   outcome; reads from a broker at the consumer's offset; both as OpenChaos history lines.
 - nemesis (`Nemesis`): applies the faults to the cluster; a fault line in the history for each.
-- checker: `rmqcheck validate`'s local engine over the run's folder (its history and the brokers'
-  epoch files), each violation then classed against what the configuration promises (in the
-  command, rmqcheck/commands/cluster.py: checkers and traces sit side by side).
+- checker: after every step, what the running code shows of the model's invariants
+  (views.code_violations, as `replay --cluster` judges it: I1, I2, I4's core, I5's first half,
+  I7's learner clause), written to the run's code-violations.jsonl; at the end `rmqcheck
+  validate`'s local engine over the run's folder (its history and the brokers' epoch files); each
+  violation then classed against what the configuration promises (in the command,
+  rmqcheck/commands/cluster.py: checkers and traces sit side by side).
 
-A run's folder: `run-<seed>-history` (OpenChaos), `steps.jsonl` (each operation and what it did), `stores/`
+A run's folder: `run-<seed>-history` (OpenChaos), `steps.jsonl` (each operation and what it did),
+`code-violations.jsonl`, `stores/`
 (each broker's store, epoch file included), `broker-N.log` (the JVMs' stderr).
 """
 
@@ -30,6 +34,7 @@ from rmqcheck.model.config import Config
 
 from .harness import DELIVER, DROP, LOSE_ANSWER, Cluster, ClusterConfig
 from .proxy import BLACKHOLE, CUT
+from .views import code_violations
 
 # OpenChaos results of a put (traces/openchaos.py): what the client knows of its message.
 DEFINITE_FAILURES = {"IN_SYNC_REPLICAS_NOT_ENOUGH", "SERVICE_NOT_AVAILABLE", "MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED",
@@ -46,17 +51,34 @@ def openchaos_result(status: str) -> str:
     return "SUCCESS" if status == "PUT_OK" else "FAILURE" if status in DEFINITE_FAILURES else "UNKNOWN"
 
 
+MASTER = 0  # a fault's target: the broker the controller names master when the fault comes (leader-kill)
+
+
+# A step after which only a lagging slave keeps the cluster busy, and nothing has moved for this
+# long, ends unsettled (Cluster.settle): a stranded slave would otherwise cost the whole 8 s
+# timeout at every later step. Longer than the HA client's 5 s wait before it connects again, so
+# a slave that is only waiting to reconnect still settles the step.
+STUCK_AFTER = 5.5
+
+
 class Op(NamedTuple):
     f: str
-    arg: int | None = None
+    arg: int | None = None  # a queue (put, read), a broker, or MASTER
 
 
 def schedule(seed: int, brokers: int, steps: int, faults: int, queues: int = 1) -> list[Op]:
-    """The run's operations, from the seed alone."""
+    """The run's operations, from the seed alone. Half the faults hit the master of the moment,
+    as chaos tools' leader faults do. A crash or power loss is followed by its broker's restart
+    one to five operations later (the nemesis's stop after its start); restarts and heals are
+    also drawn at random, unbounded."""
     rng = random.Random(seed)
     ops: list[Op] = [Op("round")]
     left = faults
-    for _ in range(steps):
+    due: list[tuple[int, Op]] = []  # (at step, the restart a crash asked for)
+    for i in range(steps):
+        if due and due[0][0] <= i:
+            ops.append(due.pop(0)[1])
+            continue
         r = rng.random()
         if r < 0.35:
             ops.append(Op("put", rng.randrange(queues)))
@@ -67,8 +89,12 @@ def schedule(seed: int, brokers: int, steps: int, faults: int, queues: int = 1) 
         elif r < 0.85 or left == 0:
             ops.append(Op(rng.choice(("restart", "heal")), rng.randint(1, brokers)))
         else:
-            ops.append(Op(rng.choice(FAULTS), rng.randint(1, brokers)))
+            f = rng.choice(FAULTS)
+            target = MASTER if rng.random() < 0.5 else rng.randint(1, brokers)
+            ops.append(Op(f, target))
             left -= 1
+            if f in ("crash", "power_loss"):
+                due = sorted(due + [(i + rng.randint(1, 5), Op("restart", target))])
     return ops
 
 
@@ -108,12 +134,14 @@ class Client:
         self.sent = 0
         self.offsets = [0] * queues
         self.pending: dict[str, tuple[int, int]] = {}  # msg -> (client id, queue)
+        self.outcomes: dict[int, str] = {}  # client id (the send number) -> the PutMessageStatus received
 
     def on_put_done(self, body: dict[str, Any]) -> None:
         client, queue = self.pending.pop(body["msg"], (None, body.get("queue", 0)))
         if client is None:
             return
         status = body.get("status", "NO_RESPONSE")
+        self.outcomes[client] = status
         self.history.response(client, body["msg"], queue, openchaos_result(status))
 
     def put(self, queue: int) -> str:
@@ -148,9 +176,16 @@ class Nemesis:
     def __init__(self, cluster: Cluster, history: History) -> None:
         self.cluster = cluster
         self.history = history
+        self.hit: int | None = None  # the broker the last fault at MASTER hit: its restart is that broker's
 
     def apply(self, op: Op) -> str:
         c, b = self.cluster, op.arg
+        if b == MASTER and op.f == "restart":
+            b = self.hit
+        elif b == MASTER:
+            b = self.hit = c.master()
+        if b is None:
+            return "no master"
         if op.f == "crash" and c.nodes[b].alive:
             c.crash(b)
         elif op.f == "power_loss" and c.nodes[b].alive:
@@ -166,7 +201,7 @@ class Nemesis:
         else:
             return "nothing to do"
         self.history.fault(op.f, "end" if op.f in ("restart", "heal") else "start")
-        return "done"
+        return f"broker {b}"
 
 
 def time_passes(cluster: Cluster) -> None:
@@ -200,6 +235,18 @@ class RunResult(NamedTuple):
     seconds: float
 
 
+class _Judged(NamedTuple):
+    """What views.code_violations reads of a run: the cluster, the configuration, the history and
+    the outcome of each put by its send number."""
+    c: Cluster
+    cfg: Config
+    history: History
+    outcomes: dict[int, str]
+
+
+CODE_VIOLATIONS = "code-violations.jsonl"  # per run: what the running code broke, step by step
+
+
 def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int = 3, src: str | None = None,
              on_step: Callable[[int, int], None] | None = None) -> RunResult:
     """One seeded run on a fresh cluster in `folder`, recorded (rmqcheck/commands/cluster.py checks it)."""
@@ -207,6 +254,8 @@ def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int 
     folder.mkdir(parents=True, exist_ok=True)
     history = History(folder / f"run-{seed}-history")  # the run's name in every report
     log = open(folder / "steps.jsonl", "w")
+    found = open(folder / CODE_VIOLATIONS, "w")
+    judged: dict[str, str] = {}
     client: Client | None = None
 
     def on_event(kind: str, body: dict[str, Any]) -> None:
@@ -231,8 +280,12 @@ def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int 
                     what = f"{sum(client.read(q) for q in range(cfg.queues))} read"
                 else:
                     what = nemesis.apply(op)
-                cluster.settle()
+                states = cluster.settle(stuck_after=STUCK_AFTER)
                 settled &= cluster.settled
+                for inv, seen in code_violations(_Judged(cluster, cfg, history, client.outcomes), states):
+                    if seen not in judged:  # each once, at the first step that shows it
+                        judged[seen] = inv
+                        found.write(json.dumps({"step": i, "invariant": inv, "what": seen}) + "\n")
                 log.write(json.dumps({"step": i, "op": op.f, "arg": op.arg, "result": what,
                                       "settled": cluster.settled, "controller": cluster.controller.last}) + "\n")
                 if on_step is not None:
@@ -245,6 +298,7 @@ def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int 
     finally:
         history.write()
         log.close()
+        found.close()
     return RunResult(seed, folder, len(ops), settled, time.perf_counter() - started)
 
 

@@ -13,13 +13,13 @@ from rich.table import Table
 
 from rmqcheck.checkers.cluster.harness import ClusterError
 from rmqcheck.checkers.cluster.node import NodeError
-from rmqcheck.checkers.cluster.run import run_once
+from rmqcheck.checkers.cluster.run import CODE_VIOLATIONS, run_once
 from rmqcheck.checkers.java.build import BuildError
 from rmqcheck.checkers.java.driver import DriverError
 from rmqcheck.invariants.catalogue import expected_ids
 from rmqcheck.model import configs
 from rmqcheck.model.config import Config
-from rmqcheck.outputs import check_folder, output_folder
+from rmqcheck.outputs import OutputError, check_folder, output_folder
 from rmqcheck.traces.validate import discover, validate_local
 
 from .common import Bar, UsageError, add_result_options, add_source_argument, budget_seconds, out, positive
@@ -28,7 +28,7 @@ NAME = "cluster"
 HELP = "seeded fault schedules on a cluster of RocketMQ's own broker-side code, each run recorded and checked"
 # Paths by role (cli.py refuses an output that is an input too, or named twice).
 OUTPUTS = ("--out",)
-INPUTS = ("--config", "--rocketmq-src")
+INPUTS = ("--config", "--rocketmq-src", "--baseline")
 REPLACED = ("--out",)
 
 # What each history or store check stands for in the model's catalogue (invariants/catalogue.py).
@@ -41,9 +41,11 @@ REPORTED_ONLY = {"duplicate", "consistent_point"}
 
 
 def check_run(folder: Path, cfg: Config) -> list[tuple[str, str, str, str]]:
-    """Every violation `validate` finds in the run, with its kind: "reported" (allowed by the
-    delivery guarantee), "expected" (the configuration does not promise what it breaks) or
-    "unexplained" (the running code broke what the configuration promises)."""
+    """Every violation `validate` finds in the run, and every invariant the running code broke
+    on the way (the run's code-violations.jsonl, named by the invariant: checkers/cluster/views.py),
+    with its kind: "reported" (allowed by the delivery guarantee), "expected" (the configuration
+    does not promise what it breaks) or "unexplained" (the running code broke what the
+    configuration promises)."""
     report = validate_local(discover([str(folder)]))
     promised = expected_ids(cfg)
     found = []
@@ -55,6 +57,11 @@ def check_run(folder: Path, cfg: Config) -> list[tuple[str, str, str, str]]:
         else:
             kind = "unexplained"
         found.append((v.check, kind, v.subject, v.detail))
+    path = folder / CODE_VIOLATIONS
+    for line in path.read_text().splitlines() if path.exists() else ():
+        seen = json.loads(line)
+        kind = "unexplained" if seen["invariant"] in promised else "expected"
+        found.append((seen["invariant"], kind, seen["what"], f"on the running code, step {seen['step']}"))
     return found
 
 
@@ -72,6 +79,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="end at the first run with an unexplained violation (a tree with a bug put back: how long it takes)")
     p.add_argument("--keep-stores", action="store_true",
                    help="keep every run's stores (by default only those of runs with a violation)")
+    p.add_argument("--baseline", metavar="PATH", help="a second RocketMQ tree, the unchanged one (with --rocketmq-src a "
+                   "changed tree): a run with a violation is run again on it, same seed; a violation that run shows "
+                   "too is the baseline's own, not unexplained")
     add_source_argument(p)
     add_result_options(p)
 
@@ -100,6 +110,8 @@ def run(args) -> int:
                     failed = (seed, exc)
                     break
                 violations = check_run(r.folder, cfg)
+                if args.baseline and any(v[1] == "unexplained" for v in violations):
+                    violations = _against_baseline(violations, cfg, seed, partial / f"run-{seed}-baseline", args)
                 found = [v for v in violations if v[1] != "reported"]
                 bad = [v for v in found if v[1] == "unexplained"]
                 unexplained += len(bad)
@@ -118,6 +130,10 @@ def run(args) -> int:
                         break
     except (BuildError, DriverError) as exc:
         raise UsageError(f"the cluster could not start: {exc}") from None
+    except OutputError as exc:  # --out could not be finished (a full disk): say why the run failed too
+        if failed is None:
+            raise
+        raise UsageError(f"run {failed[0]}: the harness failed: {failed[1]}; {exc}") from None
     out.print(table)
     if failed is not None:
         raise UsageError(f"run {failed[0]}: the harness failed: {failed[1]} (the run's files and logs: "
@@ -129,6 +145,18 @@ def run(args) -> int:
                   f"(the first after {first_unexplained:.0f} s)")
         return 1
     return 0
+
+
+def _against_baseline(violations, cfg, seed, folder, args):
+    """The run's violations, those that the same seed's run on the baseline tree shows too (the
+    same check on the same subject) classed "baseline": a seeded run repeats, step by step, as far
+    as the code lets it (a run's steps say whether they settled)."""
+    run_once(cfg, seed, folder, args.steps, args.faults, args.baseline)
+    theirs = {(c, subject) for c, kind, subject, _ in check_run(folder, cfg) if kind != "reported"}
+    if not args.keep_stores:
+        shutil.rmtree(folder / "stores", ignore_errors=True)
+    return [(c, "baseline" if kind == "unexplained" and (c, subject) in theirs else kind, subject, detail)
+            for c, kind, subject, detail in violations]
 
 
 def _write_violation(r, violations, args, cfg) -> None:
