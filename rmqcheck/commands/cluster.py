@@ -106,12 +106,12 @@ def run(args) -> int:
                 seed = args.seed + i
                 try:
                     r = run_once(cfg, seed, partial / f"run-{seed}", args.steps, args.faults, args.rocketmq_src)
+                    violations = check_run(r.folder, cfg)
+                    if args.baseline and any(v[1] == "unexplained" for v in violations):
+                        violations = _against_baseline(violations, cfg, seed, partial / f"run-{seed}-baseline", args)
                 except (ClusterError, NodeError, OSError) as exc:  # kept with its logs (a full disk too)
                     failed = (seed, exc)
                     break
-                violations = check_run(r.folder, cfg)
-                if args.baseline and any(v[1] == "unexplained" for v in violations):
-                    violations = _against_baseline(violations, cfg, seed, partial / f"run-{seed}-baseline", args)
                 found = [v for v in violations if v[1] != "reported"]
                 bad = [v for v in found if v[1] == "unexplained"]
                 unexplained += len(bad)
