@@ -444,7 +444,21 @@ public final class RmqcheckBroker {
 
     // --- observation ---------------------------------------------------------------------------
 
+    /** The broker's state; read again when a set the store's threads change moved under the copy
+     * (the HA service hands out its SyncStateSets without a copy). */
     private Map<String, Object> state(boolean withMessages) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return stateOnce(withMessages);
+            } catch (java.util.ConcurrentModificationException e) {
+                if (attempt == 5) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private Map<String, Object> stateOnce(boolean withMessages) {
         Map<String, Object> m = Wire.ok();
         m.put("busy", busy);
         m.put("rpcs_waiting", rpcs.size());
