@@ -438,3 +438,10 @@ def test_what_the_running_code_broke_is_classed_by_what_the_configuration_promis
         ("I2", "unexplained", "broker 2 is in the controller's SyncStateSet [1, 2] but its commit log lacks "
                               "acknowledged m3", "on the running code, step 9")]
     assert [kind for _, kind, _, _ in command.check_run(tmp_path, default)] == ["expected"]
+
+
+def test_a_baseline_that_is_not_a_tree_is_refused_before_any_run(tmp_path, capsys):
+    """--baseline is used only when a run has a violation: a wrong one must not wait for that."""
+    code = main(["cluster", "--config", "durable", "--runs", "1", "--baseline", str(tmp_path / "nosuch"),
+                 "--out", str(tmp_path / "runs")])
+    assert code == 2 and "--baseline" in capsys.readouterr().err and not (tmp_path / "runs").exists()

@@ -14,6 +14,7 @@ from rich.table import Table
 from rmqcheck.checkers.cluster.harness import ClusterError
 from rmqcheck.checkers.cluster.node import NodeError
 from rmqcheck.checkers.cluster.run import CODE_VIOLATIONS, run_once
+from rmqcheck.checkers.java import build
 from rmqcheck.checkers.java.build import BuildError
 from rmqcheck.checkers.java.driver import DriverError
 from rmqcheck.invariants.catalogue import expected_ids
@@ -91,6 +92,13 @@ def run(args) -> int:
     if cfg.brokers < 2:
         raise UsageError(f"--config {args.config}: a cluster needs at least 2 brokers")
     check_folder(args.out, "--out", args.force)
+    if args.baseline:  # built now (cached), so a wrong tree is refused before the runs, not at a violation
+        try:
+            tree = build.locate(args.baseline)
+            build.build(tree)
+            build.build(tree, target=build.CLUSTER)
+        except BuildError as exc:
+            raise UsageError(f"--baseline {args.baseline}: {exc}") from None
     runs = args.runs or (None if args.budget else 3)
     unexplained = 0
     table = Table(title=f"rmqcheck cluster: {args.config}, seed {args.seed}")
