@@ -100,9 +100,10 @@ def code_violations(x, states: dict[int, dict[str, Any] | None]) -> list[tuple[s
     """What the running code shows of the model's invariants, as (invariant, what): an
     acknowledged message missing from the commit log of the broker the controller names master
     (I1) or of a live member of the controller's SyncStateSet (I2; a broker that is down cannot
-    be looked at), or the confirmed master acking with a set that misses a controller member (I2); with allAck, a master's confirmOffset beyond the last ack a
-    connected member of its SyncStateSet sent (I4's core); two replicas with the same epoch entry
-    and different messages under it (I5); an async learner as master (I7's learner clause)."""
+    be looked at), or the confirmed master acking with a set that misses a controller member
+    (I2); with allAck, a master's confirmOffset beyond the last ack a connected member of its
+    SyncStateSet sent (I4's core); two replicas with the same epoch entry and different messages
+    under it (I5); an async learner as master (I7's learner clause)."""
     acked = [body for body, (n, _) in _sent(x).items() if x.outcomes.get(n) == "PUT_OK"]
     controller = x.c.controller.last
     master = x.c.master()
