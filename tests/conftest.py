@@ -50,16 +50,36 @@ def pytest_itemcollected(item):
 
 # The order in which `make test`'s two workers take the modules (pytest-xdist --dist loadfile with
 # --no-loadscope-reorder hands them out in collection order): the longest first, so neither
-# worker is left alone with a long one at the end. Seconds measured on 2 busy cores,
-# 2026-11-26 (docs/performance.md); a stale figure costs balance, never a result. The modules not
-# named follow in their own order, and test_packaging comes last: it uses the CI workflow run
+# worker is left alone with a long one at the end (SPARK_MODULES are one unit, placed by its first
+# module). Seconds measured on 2 busy cores, 2026-11-26 (docs/performance.md); a stale figure
+# costs balance, never a result. The modules not named follow in their own order, and test_packaging comes last: it uses the CI workflow run
 # that test_ci_docs makes, and would otherwise wait about 40 s for it on the other worker.
-MODULE_SECONDS = {"test_distributed": 205, "test_traces": 100, "test_java_mutants": 88, "test_explore": 86,
-                  "test_footprint": 86, "test_cluster": 66, "test_matrix": 58, "test_proofs": 52, "test_cli": 51,
-                  "test_java_driver": 50, "test_dledger": 44, "test_conform_logic": 43, "test_rediscovery": 42,
-                  "test_ci_docs": 41, "test_outputs": 40, "test_recovery": 38, "test_reach": 36, "test_fuzz": 35,
-                  "test_java_lockstep": 34}
+MODULE_SECONDS = {"test_distributed": 206, "test_traces": 56, "test_explore": 79, "test_cluster": 78,
+                  "test_footprint": 65, "test_fuzz": 47, "test_ci_docs": 44, "test_cli": 42, "test_proofs": 40,
+                  "test_java_mutants": 36, "test_reach": 35, "test_rediscovery": 29, "test_java_driver": 26,
+                  "test_dledger": 24, "test_classic": 20, "test_stateful": 20, "test_matrix": 20, "test_ci": 20,
+                  "test_epochfile": 19}
 LAST = "test_packaging"
+
+
+# Modules whose tests share one Spark JVM: one worker takes them all, so the JVM starts and its
+# query machinery warms up once (8 s and 15 s on an idle machine) rather than once a module.
+SPARK_MODULES = {"tests/test_distributed.py", "tests/test_traces.py"}
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, with SPARK_MODULES one unit of work."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class OneSparkJvm(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return "spark" if module in SPARK_MODULES else module
+
+    return OneSparkJvm(config, log)
 
 
 def pytest_collection_modifyitems(items):

@@ -121,7 +121,7 @@ def test_an_interrupted_run_resumes_to_the_same_answer_and_other_options_are_ref
     std = explore.STANDARD["std2"]
     bounds = std.bounds._replace(max_depth=6)
     spark = spark_on("local[2]", python)
-    whole = SparkExplorer(spark, std.cfg, bounds, tmp_path / "whole").run()
+    whole = explore.Explorer(std.cfg, bounds).run()  # what an uncut Spark run gives (the std2 test)
     part = SparkExplorer(spark, std.cfg, bounds, tmp_path / "part").run(budget=0)  # one level, then stop
     assert part.stopped == "budget" and not part.exhaustive and len(part.levels) == 2
     assert (tmp_path / "part" / "level-0001" / "DONE").exists()
@@ -143,7 +143,7 @@ def test_the_level_running_when_the_budget_ends_is_cancelled_and_resumed_whole(p
     std = explore.STANDARD["std2"]
     bounds = std.bounds._replace(max_depth=4)
     spark = spark_on("local[2]", python)
-    whole = SparkExplorer(spark, std.cfg, bounds, tmp_path / "whole").run()
+    whole = explore.Explorer(std.cfg, bounds).run()  # what an uncut Spark run gives (the std2 test)
     ex = SparkExplorer(spark, std.cfg, bounds, tmp_path / "cut")
     ex.run(budget=0)  # the first level of a call is always completed
     done = ex._done()
@@ -209,7 +209,7 @@ def test_a_full_work_directory_is_a_clear_error(python, tmp_path, monkeypatch):
 
 def test_the_explore_command_runs_on_spark_and_writes_replayable_counterexamples(tmp_path, capsys):
     work = tmp_path / "work"
-    code = main(["explore", "--config", "std2", "--max-depth", "7", "--engine", "spark", "--master", "local[2]",
+    code = main(["explore", "--config", "std2", "--max-depth", "5", "--engine", "spark", "--master", "local[2]",
                  "--work-dir", str(work), "--out", str(tmp_path / "cx"), "--bug", "ack_uses_local_sss_only"])
     text = capsys.readouterr().out
     assert code == 1 and "depth   1:" in text and "work directory" in text
@@ -294,9 +294,9 @@ def test_a_task_that_fails_once_is_retried_and_changes_nothing(python, tmp_path)
     std = explore.STANDARD["std2"]
     bounds = std.bounds._replace(max_depth=4)
     spark = spark_on("local[2,3]", python)  # up to 3 attempts of a task
-    clean = SparkExplorer(spark, std.cfg, bounds, tmp_path / "clean").run()
     failing = SparkExplorer(spark, std.cfg, bounds, tmp_path / "failing", fail_once=str(tmp_path / "marks")).run()
     assert len(list((tmp_path / "marks").iterdir())) >= 4  # a level's first task failed each time
+    clean = explore.Explorer(std.cfg, bounds).run()  # Spark's runs without failures are the local one's
     assert (failing.levels, failing.states, failing.transitions) == (clean.levels, clean.states, clean.transitions)
 
 

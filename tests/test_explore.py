@@ -42,6 +42,12 @@ def tiny():
     return ex, ex.run()
 
 
+@pytest.fixture(scope="module")
+def crash():
+    """CRASH explored whole (about 8 s), once for the tests that read it."""
+    return Explorer(CRASH).run()
+
+
 @pytest.mark.heavy
 def test_the_intended_baseline_holds_exhaustively_on_a_tiny_configuration(tiny):
     ex, r = tiny
@@ -74,9 +80,8 @@ def test_failover_with_truncation_takes_std3_and_a_second_message():
 
 
 @pytest.mark.heavy
-def test_a_crash_configuration_reaches_a_lone_master_crash():
-    r = Explorer(CRASH).run()
-    assert r.exhaustive and "lone_master_crash" not in r.coverage.unreached()
+def test_a_crash_configuration_reaches_a_lone_master_crash(crash):
+    assert crash.exhaustive and "lone_master_crash" not in crash.coverage.unreached()
 
 
 def _shortest_by_enumeration(cfg: Config, invariant: str, limit: int) -> int | None:
@@ -119,20 +124,19 @@ def test_explore_hunts_are_no_longer_than_the_stateful_checkers(toggle):
 
 
 @pytest.mark.heavy
-def test_a_search_run_in_slices_ends_as_one_run_and_stops_on_request():
-    whole = Explorer(CRASH).run()
+def test_a_search_run_in_slices_ends_as_one_run_and_stops_on_request(crash):
     search = Explorer(CRASH).search()
     slices = 0
     while (r := explore.advance(search, 0.05)) is None:
         slices += 1
     assert slices > 1
-    assert (r.states, r.transitions, r.depth, r.stopped) == (whole.states, whole.transitions, whole.depth, "exhausted")
+    assert (r.states, r.transitions, r.depth, r.stopped) == (crash.states, crash.transitions, crash.depth, "exhausted")
     search = Explorer(CRASH).search()
     assert explore.advance(search, 0.05) is None
     part = explore.stop(search)
-    assert part.stopped == "budget" and not part.exhaustive and 0 < part.states < whole.states
+    assert part.stopped == "budget" and not part.exhaustive and 0 < part.states < crash.states
     never_run = explore.stop(Explorer(CRASH).search())
-    assert never_run.stopped == "budget" and never_run.states < whole.states
+    assert never_run.stopped == "budget" and never_run.states < crash.states
 
 
 def test_scopes_grow_and_stay_within_the_configuration():

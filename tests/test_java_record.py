@@ -1,6 +1,7 @@
 """`rmqcheck conform --record`: walks of the model whose controller and epoch-cache calls
 RocketMQ's classes answer, recorded with the Java's values and checked by `rmqcheck validate`
-on both engines; a mutated tree's runs fail validation where the code decided differently."""
+on both engines (that test is in test_traces.py, beside the Spark session it shares); a mutated
+tree's runs fail validation where the code decided differently."""
 
 from __future__ import annotations
 
@@ -13,20 +14,6 @@ from conftest import needs_rocketmq
 from test_java_mutants import patched_tree
 
 pytestmark = needs_rocketmq
-
-
-def test_recorded_runs_of_the_real_classes_validate_on_both_engines(tmp_path, capsys):
-    from rmqcheck.traces.spark import validate_spark
-
-    corpus = tmp_path / "java"
-    assert main(["conform", "--record", str(corpus), "--runs", "24", "--steps", "80", "--runs-per-file", "8",
-                 "--format", "parquet"]) == 0
-    text = capsys.readouterr().out
-    assert "recorded 24 runs" in text and "calls into RocketMQ's classes" in text
-    inputs = discover([str(corpus)])
-    local = validate_local(inputs)
-    assert not local.failed() and local.units["events"] == 24 * (80 + 2)  # with run_start and run_end
-    assert validate_spark(inputs).violations == local.violations
 
 
 def test_the_recorded_controller_and_epoch_fields_are_the_java_s(tmp_path, capsys):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rmqcheck.checkers.tables import matrix
+from rmqcheck.checkers.search.explore import Bounds
 from rmqcheck.checkers.search.hunting import BUG_TOGGLE, EXPECTED
 from ci_results import junit_cases
 from rmqcheck.cli import main
@@ -63,10 +64,14 @@ def test_other_modes_rows_are_explored_exhaustively(tmp_path):
     assert {matrix.modes.mode_for(r).name for r in rows} == {"classic", "dledger", "recovery"}
     classic = [r for r in rows if matrix.modes.mode_for(r).name == "classic" and r.role == SYNC_MASTER
                and r.in_sync_replicas == 2]
-    by_flush = {r.sync_flush: matrix.check_mode(r, None, tmp_path) for r in classic}  # no time limit: exhaustive
-    assert by_flush[True].exhaustive and all(c.kind is None for c in by_flush[True].cells)
-    lost = cells(by_flush[False])["C1"]
-    assert lost.kind == EXPECTED and Path(lost.path).exists()
+    held, = (r for r in classic if r.sync_flush)
+    row = matrix.check_mode(held, None, tmp_path)  # no time limit: the whole space
+    assert row.exhaustive and all(c.kind is None for c in row.cells)
+    # Async flush loses C1 at depth 10 (breadth first: its shortest). Its whole space is 56 s of
+    # exploration that `rmqcheck matrix` runs; here the depth that shows the loss is enough.
+    lossy, = (r for r in classic if not r.sync_flush)
+    lost = cells(matrix.check_mode(lossy, None, tmp_path, bounds=Bounds(symmetry=True, max_depth=10)))["C1"]
+    assert lost.kind == EXPECTED and lost.steps == 10 and Path(lost.path).exists()
 
 
 def test_where_selects_rows_by_their_shown_settings():

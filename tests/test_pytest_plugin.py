@@ -60,7 +60,11 @@ def test_a_folder_that_is_not_one_is_a_usage_error(pytester):
 
 @needs_rocketmq
 def test_a_conform_scenario_passes_when_the_code_and_the_model_agree(pytester):
+    """One scenario a driver (the controller's classes, the HA service's): `make test` itself runs
+    every file of scenarios/conform/ through the plugin."""
     d = pytester.path / "conform"
-    shutil.copytree(SCENARIOS / "conform", d)
+    d.mkdir()
+    for name in ("apply_broker_id_same_check_code.scn", "expand_on_empty_epoch_cache.scn"):
+        shutil.copy(SCENARIOS / "conform" / name, d)
     result = pytester.runpytest_subprocess("--rmqcheck-scenarios", str(d), "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=len(list(d.glob("*.scn"))))
+    result.assert_outcomes(passed=2)

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ci_results import junit_cases
+from conftest import needs_rocketmq
 from rmqcheck.cli import main
 from rmqcheck.traces import files, stores
 from rmqcheck.traces.openchaos import read_history
@@ -155,6 +156,23 @@ def test_each_injected_violation_is_caught_by_both_engines_identically(tmp_path,
     remote = validate_spark(inputs, spark=spark)
     assert remote.violations == local.violations
     assert remote.units == local.units
+
+
+@needs_rocketmq
+def test_recorded_runs_of_the_real_classes_validate_on_both_engines(tmp_path, capsys, spark):
+    """`conform --record`'s runs (tests/test_java_record.py has the rest of it) validate alike on both
+    engines."""
+    from rmqcheck.traces.spark import validate_spark
+
+    corpus = tmp_path / "java"
+    assert main(["conform", "--record", str(corpus), "--runs", "24", "--steps", "80", "--runs-per-file", "8",
+                 "--format", "parquet"]) == 0
+    text = capsys.readouterr().out
+    assert "recorded 24 runs" in text and "calls into RocketMQ's classes" in text
+    inputs = discover([str(corpus)])
+    local = validate_local(inputs)
+    assert not local.failed() and local.units["events"] == 24 * (80 + 2)  # with run_start and run_end
+    assert validate_spark(inputs, spark=spark).violations == local.violations
 
 
 def to_parquet(part: Path) -> Path:
