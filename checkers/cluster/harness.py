@@ -91,6 +91,9 @@ class Cluster:
         self.controller: Controller | None = None
         self.classpath: Classpath | None = None
         self.settled = True  # whether the last settle() found the cluster quiet
+        # Slaves that made no progress for `stuck_after` seconds, with the max offset they were
+        # stuck at: not waited for while they stay there (until a restart or a link change).
+        self.stranded: dict[int, int] = {}
         self.exited: set[int] = set()  # JVM pids whose output has all been read
 
     # --- life cycle -------------------------------------------------------------------------
@@ -259,11 +262,15 @@ class Cluster:
         `self.settled` says whether that happened within `timeout` seconds (a slave that cannot
         catch up, a link held: the caller records the step as not settled). With `stuck_after`,
         it gives up sooner when nothing but a slave's lag keeps it busy and nothing has moved for
-        that long (a slave whose handshake finds no consistent point never catches up)."""
+        that long, and stops waiting for a lagging slave whose max offset has not moved for that
+        long (a slave whose handshake finds no consistent point never catches up): such a slave is
+        not waited for again while it stays at that offset (`stranded`), and every step that
+        leaves a slave behind counts as not settled."""
         end = time.monotonic() + timeout
         quiet_for = 2 * self.cfg.ha_heartbeat_ms / 1000  # a slave reports at least this often
         last: Any = None
         stable_since = moved_at = time.monotonic()
+        progress: dict[int, tuple[int, float]] = {}  # lagging slave -> (its max offset, since when)
         while True:
             states = {b: self.observe(b) for b in self.brokers}
             for b, s in states.items():
@@ -275,14 +282,16 @@ class Cluster:
             held = sum(link.bytes_held() for link in self.links.values() if link.mode == OPEN)
             working = {b: s and self._working(b, s) for b, s in states.items()}
             working_now = bool(held or (self.puts and not self.stepping) or any(working.values()))
-            busy = working_now or self._behind(states)
+            lagging = self._lagging(states)
+            busy = working_now or any(self._waited_for(b, states[b]["max_offset"], progress, stuck_after)
+                                      for b in lagging)
             shape = {b: _shape(s) for b, s in states.items()}
             if shape != last:
                 moved_at = time.monotonic()
             if busy or shape != last:
                 last, stable_since = shape, time.monotonic()
             elif time.monotonic() - stable_since >= quiet_for:
-                self.settled = True
+                self.settled = not lagging
                 return self._with_messages(states)
             stuck = stuck_after is not None and not working_now and time.monotonic() - moved_at >= stuck_after
             if time.monotonic() > end or stuck:
@@ -315,26 +324,34 @@ class Cluster:
     def _with_messages(self, states: dict[int, dict[str, Any] | None]) -> dict[int, dict[str, Any] | None]:
         return {b: self.observe(b, messages=True) if s else None for b, s in states.items()}
 
-    def _behind(self, states: dict[int, dict[str, Any] | None]) -> bool:
-        """A slave of the current master, on an open link, that does not hold all it holds yet."""
+    def _waited_for(self, b: int, offset: int, progress: dict[int, tuple[int, float]],
+                    stuck_after: float | None) -> bool:
+        """Whether settle still waits for lagging slave `b` at `offset` (settle's docstring)."""
+        now = time.monotonic()
+        if progress.get(b, (None, now))[0] != offset:
+            progress[b] = (offset, now)
+        if stuck_after is not None and now - progress[b][1] >= stuck_after:
+            self.stranded[b] = offset
+        return self.stranded.get(b) != offset
+
+    def _lagging(self, states: dict[int, dict[str, Any] | None]) -> set[int]:
+        """The slaves of the current master, on an open link, that do not hold all it holds yet."""
         m = self.master()
         master = states.get(m) if m is not None else None
         if not master or master.get("role") != "SYNC_MASTER":
-            return False
+            return set()
         acks = {int(slave): ack for slave, ack, _ in master["connections"]}
-        for b, s in states.items():
-            if b == m or not s or s.get("role") != "SLAVE" or self.links[(b, m)].mode != OPEN:
-                continue
-            if s["master_epoch"] == master["master_epoch"] and (s["max_offset"] != master["max_offset"]
-                                                                or acks.get(s["broker_id"]) != master["max_offset"]):
-                return True
-        return False
+        return {b for b, s in states.items()
+                if b != m and s and s.get("role") == "SLAVE" and self.links[(b, m)].mode == OPEN
+                and s["master_epoch"] == master["master_epoch"]
+                and (s["max_offset"] != master["max_offset"] or acks.get(s["broker_id"]) != master["max_offset"])}
 
     # --- steps: the client's, the nemesis's, the controller's -------------------------------------
 
     def restart(self, b: int) -> None:
         """Start broker `b`'s JVM on its store (RocketMQ's recovery runs), then its ReplicasManager."""
         node = self.nodes[b]
+        self.stranded.clear()  # its slaves, or it as a slave, may catch up now
         if node.proc is not None:
             node.kill()
             self._drain(node)
@@ -404,18 +421,27 @@ class Cluster:
         self.call(b, "heartbeat")
 
     def link(self, slave: int, master: int, mode: str) -> None:
-        self.links[(slave, master)].set_mode(mode)
+        self._set_modes([(slave, master)], mode)
 
     def links_of(self, b: int, mode: str) -> None:
         """Every HA link to and from broker `b` (a partition of its HA traffic)."""
-        for (s, m), link in self.links.items():
-            if b in (s, m):
-                link.set_mode(mode)
+        self._set_modes([k for k in self.links if b in k], mode)
+
+    def partition(self, side: set[int], mode: str) -> None:
+        """Cut `side` off from the controller (its RPCs are dropped) and from the other brokers
+        (every HA link across): the brokers inside still reach each other."""
+        self._set_modes([(s, m) for s, m in self.links if (s in side) != (m in side)], mode)
+        for b in side:
+            self.rpc_policy[b] = DROP
 
     def heal(self) -> None:
-        for link in self.links.values():
-            link.set_mode(self.link_mode)
+        self._set_modes(list(self.links), self.link_mode)
         self.rpc_policy.clear()
+
+    def _set_modes(self, links: list[tuple[int, int]], mode: str) -> None:
+        for key in links:
+            self.links[key].set_mode(mode)
+        self.stranded.clear()  # a slave stuck behind may catch up now
 
 
 def _at(values: tuple[int, ...], b: int, default: int) -> int:

@@ -2,18 +2,22 @@
 applies the client's, a nemesis that applies the faults, and a checker over the recorded
 history; the four never reach into each other.
 
-- generator (`schedule`): a seeded list of operations: puts and reads, rounds of time (heartbeats,
-  a controller tick, elections, ReplicasManager's tasks), and at most `faults` perturbations:
-  crash (kill -9), power loss, a broker's HA links cut or blackholed, a broker cut off from the
-  controller or its controller answers lost; half of them hit the master of the moment, and a
-  crash's restart follows soon. Healing (restart, heal) is never bounded. Every run ends with
-  everything healed, every broker restarted and rounds until a master serves, then a read of
-  every queue to its end.
-- client (`Client`): sends each put to the broker the controller names master and records the
-  outcome; reads from a broker at the consumer's offset; both as OpenChaos history lines.
+- generator (`schedule`): a seeded list of operations: puts and reads, the client's route
+  refreshes, rounds of time (heartbeats, a controller tick, elections, ReplicasManager's tasks),
+  and at most `faults` perturbations: crash (kill -9), power loss, a broker's HA links cut or
+  blackholed, a broker cut off from the controller or its controller answers lost, a minority
+  partition (a broker and one peer cut off from the controller and the other brokers); half of
+  them hit the master of the moment, and a crash's restart follows soon. Healing (restart,
+  heal) is never bounded. Every run ends with everything healed, every broker restarted and
+  rounds until a master serves, then a read of every queue to its end.
+- client (`Client`): sends each put to the broker its route names master and records the
+  outcome; reads from that broker at the consumer's offset; both as OpenChaos history lines. The
+  route is the controller's master when it was last refreshed (a `route` operation, or a put or
+  read that found no master there): RocketMQ's clients learn routes from the name server every
+  30 s, and a deposed master that does not know it yet still registers there as master.
 - nemesis (`Nemesis`): applies the faults to the cluster; a fault line in the history for each.
 - checker: after every step, what the running code shows of the model's invariants
-  (views.code_violations, as `replay --cluster` judges it: I1, I2, I4's core, I5's first half,
+  (views.code_violations, as `replay --cluster` judges it: I1, I2, I3, I4's core, I5's first half,
   I7's learner clause), written to the run's code-violations.jsonl; at the end `rmqcheck
   validate`'s local engine over the run's folder (its history and the brokers' epoch files); each
   violation then classed against what the configuration promises (in the command,
@@ -44,8 +48,9 @@ DEFINITE_FAILURES = {"IN_SYNC_REPLICAS_NOT_ENOUGH", "SERVICE_NOT_AVAILABLE", "ME
 
 # isolate_controller drops a broker's RPCs before the controller sees them; lose_answers lets the
 # controller apply them and loses the answers (known-bugs A1: an applied AlterSyncStateSet whose
-# answer never came back).
-FAULTS = ("crash", "power_loss", "isolate_ha", "blackhole_ha", "isolate_controller", "lose_answers")
+# answer never came back); minority cuts a broker and one peer off from the controller and the
+# rest, so a master and a slave can go on without the others (known-bugs A3's partition).
+FAULTS = ("crash", "power_loss", "isolate_ha", "blackhole_ha", "isolate_controller", "lose_answers", "minority")
 
 
 def openchaos_result(status: str) -> str:
@@ -66,6 +71,7 @@ STUCK_AFTER = 5.5
 class Op(NamedTuple):
     f: str
     arg: int | None = None  # a queue (put, read), a broker, or MASTER
+    peer: int | None = None  # minority: the peer is this many brokers after the target, round the ring
 
 
 def schedule(seed: int, brokers: int, steps: int, faults: int, queues: int = 1) -> list[Op]:
@@ -86,6 +92,8 @@ def schedule(seed: int, brokers: int, steps: int, faults: int, queues: int = 1) 
             ops.append(Op("put", rng.randrange(queues)))
         elif r < 0.50:
             ops.append(Op("read", rng.randrange(queues)))
+        elif r < 0.58:
+            ops.append(Op("route"))
         elif r < 0.75:
             ops.append(Op("round"))
         elif r < 0.85 or left == 0:
@@ -93,7 +101,7 @@ def schedule(seed: int, brokers: int, steps: int, faults: int, queues: int = 1) 
         else:
             f = rng.choice(FAULTS)
             target = MASTER if rng.random() < 0.5 else rng.randint(1, brokers)
-            ops.append(Op(f, target))
+            ops.append(Op(f, target, rng.randint(1, brokers - 1) if f == "minority" and brokers > 2 else None))
             left -= 1
             if f in ("crash", "power_loss"):
                 due = sorted(due + [(i + rng.randint(1, 5), Op("restart", target))])
@@ -128,7 +136,7 @@ class History:
 
 class Client:
     """The producer and the consumer. Each put is its own client id (OpenChaos: one request in
-    flight a client), so outcomes may come in any order."""
+    flight a client), so outcomes may come in any order. Both go to the broker `route` names."""
 
     def __init__(self, cluster: Cluster, history: History, queues: int) -> None:
         self.cluster = cluster
@@ -137,6 +145,14 @@ class Client:
         self.offsets = [0] * queues
         self.pending: dict[str, tuple[int, int]] = {}  # msg -> (client id, queue)
         self.outcomes: dict[int, str] = {}  # client id (the send number) -> the PutMessageStatus received
+        self.route: int | None = None  # the master the client knows of
+
+    def refresh_route(self) -> int | None:
+        self.route = self.cluster.master()
+        return self.route
+
+    def _routed(self) -> int | None:
+        return self.route if self.route is not None else self.refresh_route()
 
     def on_put_done(self, body: dict[str, Any]) -> None:
         client, queue = self.pending.pop(body["msg"], (None, body.get("queue", 0)))
@@ -150,19 +166,21 @@ class Client:
         self.sent += 1
         msg, client = f"m{self.sent}", self.sent
         self.history.request(client, msg, queue)
-        master = self.cluster.master()
-        state = self.cluster.observe(master) if master is not None else None
+        b = self._routed()
+        state = self.cluster.observe(b) if b is not None and self.cluster.nodes[b].alive else None
         if not state or state.get("role") != "SYNC_MASTER":
-            self.history.response(client, msg, queue, "FAILURE")  # no route: nothing sent
+            self.history.response(client, msg, queue, "FAILURE")  # no route, or not a master: nothing appended
+            self.refresh_route()
             return "no master"
         self.pending[msg] = (client, queue)
-        self.cluster.put(master, msg, queue)
-        return f"to broker {master}"
+        self.cluster.put(b, msg, queue)
+        return f"to broker {b}"
 
-    def read(self, queue: int, broker: int | None = None) -> int:
-        """Read the next messages of `queue` from `broker` (default: the master); how many."""
-        b = broker if broker is not None else self.cluster.master()
+    def read(self, queue: int) -> int:
+        """Read the next messages of `queue` from the route's broker; how many."""
+        b = self._routed()
         if b is None or not self.cluster.nodes[b].alive:
+            self.refresh_route()
             return 0
         got = self.cluster.read(b, queue, self.offsets[queue])
         for m in got.get("messages", []):
@@ -198,6 +216,8 @@ class Nemesis:
             c.links_of(b, CUT if op.f == "isolate_ha" else BLACKHOLE)
         elif op.f in ("isolate_controller", "lose_answers"):
             c.rpc_policy[b] = DROP if op.f == "isolate_controller" else LOSE_ANSWER
+        elif op.f == "minority":
+            c.partition({b} if op.peer is None else {b, (b - 1 + op.peer) % len(c.brokers) + 1}, CUT)
         elif op.f == "heal":
             c.heal()
         else:
@@ -278,7 +298,10 @@ def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int 
                 elif op.f == "round":
                     time_passes(cluster)
                     what = f"master {cluster.master()}"
+                elif op.f == "route":
+                    what = f"master {client.refresh_route()}"
                 elif op.f == "final_read":
+                    client.refresh_route()
                     what = f"{sum(client.read(q) for q in range(cfg.queues))} read"
                 else:
                     what = nemesis.apply(op)

@@ -101,7 +101,8 @@ def code_violations(x, states: dict[int, dict[str, Any] | None]) -> list[tuple[s
     acknowledged message missing from the commit log of the broker the controller names master
     (I1) or of a live member of the controller's SyncStateSet (I2; a broker that is down cannot
     be looked at), or the confirmed master acking with a set that misses a controller member
-    (I2); with allAck, a master's confirmOffset beyond the last ack a connected member of its
+    (I2); a message the consumer read missing from the confirmed master's commit log (I3); with
+    allAck, a master's confirmOffset beyond the last ack a connected member of its
     SyncStateSet sent (I4's core); two replicas with the same epoch entry and different messages
     under it (I5); an async learner as master (I7's learner clause)."""
     acked = [body for body, (n, _) in _sent(x).items() if x.outcomes.get(n) == "PUT_OK"]
@@ -137,6 +138,10 @@ def code_violations(x, states: dict[int, dict[str, Any] | None]) -> list[tuple[s
         if not set(members) <= effective:
             out.append(("I2", f"master broker {master} acks with SyncStateSet {sorted(effective)}, which misses "
                               f"controller members {sorted(set(members) - effective)}"))
+        if st.get("messages") is not None:
+            held = {body for _, _, body in st["messages"]}
+            out += [("I3", f"{body}, read by the consumer, is not in confirmed master broker {master}'s commit log")
+                    for body in _read(x) if body not in held]
     if master is not None and master in x.cfg.async_learners:
         out.append(("I7", f"broker {master}, an async learner, is the controller's master"))
     return out + _log_matching(states)
@@ -166,6 +171,13 @@ def _log_matching(states: dict[int, dict[str, Any] | None]) -> list[tuple[str, s
                     out.append(("I5", f"brokers {a} and {b} both record epoch {epoch} from {start} but hold "
                                       f"{[m for _, m in ma]} and {[m for _, m in mb]} there"))
     return out
+
+
+def _read(x) -> list[str]:
+    """The bodies the consumer read, each once, in the order first read."""
+    read = [f[4] for f in (line.split("\t") for line in x.history.lines)
+            if f[1] == "dequeue" and f[2] == "RESPONSE" and f[3] == "SUCCESS"]
+    return list(dict.fromkeys(read))
 
 
 def _sent(x) -> dict[str, tuple[int, int]]:

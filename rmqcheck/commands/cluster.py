@@ -115,8 +115,12 @@ def run(args) -> int:
                 try:
                     r = run_once(cfg, seed, partial / f"run-{seed}", args.steps, args.faults, args.rocketmq_src)
                     violations = check_run(r.folder, cfg)
+                    if any(v[1] == "unexplained" for v in violations):
+                        violations = _reclassed(violations, cfg, seed, partial / f"run-{seed}-again", args,
+                                                args.rocketmq_src, seen_again=None, not_seen=NOT_REPEATED)
                     if args.baseline and any(v[1] == "unexplained" for v in violations):
-                        violations = _against_baseline(violations, cfg, seed, partial / f"run-{seed}-baseline", args)
+                        violations = _reclassed(violations, cfg, seed, partial / f"run-{seed}-baseline", args,
+                                                args.baseline, seen_again=BASELINE, not_seen=None)
                 except (ClusterError, NodeError, OSError) as exc:  # kept with its logs (a full disk too)
                     failed = (seed, exc)
                     break
@@ -155,16 +159,27 @@ def run(args) -> int:
     return 0
 
 
-def _against_baseline(violations, cfg, seed, folder, args):
-    """The run's violations, those that the same seed's run on the baseline tree shows too (the
-    same check on the same subject) classed "baseline": a seeded run repeats, step by step, as far
-    as the code lets it (a run's steps say whether they settled)."""
-    run_once(cfg, seed, folder, args.steps, args.faults, args.baseline)
+# What a rerun of the same seed makes of a violation that looked unexplained.
+NOT_REPEATED = "not repeated"  # the same tree's rerun did not show it: a race of the real threads' timing
+BASELINE = "baseline"  # the unchanged tree's run shows it too: the snapshot's own, not the change's
+
+
+def _reclassed(violations, cfg, seed, folder, args, src, seen_again, not_seen):
+    """The run's violations after a rerun of the same seed on tree `src` in `folder`: each
+    unexplained one that the rerun shows too (the same check on the same subject) is classed
+    `seen_again`, and each it does not show `not_seen` (None: left as it was). A seeded run repeats
+    step by step as far as the code lets it; a race between RocketMQ's threads may not."""
+    run_once(cfg, seed, folder, args.steps, args.faults, src)
     theirs = {(c, subject) for c, kind, subject, _ in check_run(folder, cfg) if kind != "reported"}
     if not args.keep_stores:
         shutil.rmtree(folder / "stores", ignore_errors=True)
-    return [(c, "baseline" if kind == "unexplained" and (c, subject) in theirs else kind, subject, detail)
-            for c, kind, subject, detail in violations]
+
+    def now(c: str, kind: str, subject: str) -> str:
+        if kind != "unexplained":
+            return kind
+        return (seen_again if (c, subject) in theirs else not_seen) or kind
+
+    return [(c, now(c, kind, subject), subject, detail) for c, kind, subject, detail in violations]
 
 
 def _write_violation(r, violations, args, cfg) -> None:
