@@ -114,3 +114,13 @@ def test_conform_reports_each_change_as_a_short_divergence(name, classpath):
     assert tally.divergence is not None, f"{name}: no divergence in {tally.operations:,} requests"
     assert len(tally.divergence.steps) <= conform.PREAMBLE + 8, [conform.format_request(s.request)
                                                                  for s in tally.divergence.steps]
+
+
+def test_a_patched_tree_is_the_base_s_classes_with_its_changed_file_compiled_again(classpath):
+    """build.patched trees compile incrementally (build._compile_changes): the changed class
+    differs from the base's, every other class is the base's own file."""
+    cp = build.build(patched_tree("elect_prefers_oldest_epoch"))
+    changed = Path("org/apache/rocketmq/controller/elect/impl/DefaultElectPolicy.class")
+    kept = Path("org/apache/rocketmq/controller/impl/manager/ReplicasInfoManager.class")
+    assert (cp.classes / changed).read_bytes() != (classpath.classes / changed).read_bytes()
+    assert (cp.classes / kept).read_bytes() == (classpath.classes / kept).read_bytes()
