@@ -283,8 +283,9 @@ class Cluster:
             working = {b: s and self._working(b, s) for b, s in states.items()}
             working_now = bool(held or (self.puts and not self.stepping) or any(working.values()))
             lagging = self._lagging(states)
-            busy = working_now or any(self._waited_for(b, states[b]["max_offset"], progress, stuck_after)
-                                      for b in lagging)
+            # Every lagging slave's progress is noted each poll (a list, not any(): no short cut).
+            waited = [self._waited_for(b, states[b]["max_offset"], progress, stuck_after) for b in lagging]
+            busy = working_now or any(waited)
             shape = {b: _shape(s) for b, s in states.items()}
             if shape != last:
                 moved_at = time.monotonic()
