@@ -45,15 +45,16 @@ java:
 
 # Conformance (rmqcheck conform) compiles RocketMQ's own classes: a JDK and Debian's jars
 # (checkers/java/build.py lists which jar each package gives).
-# The broker's HA service (the store's classes) needs the last five packages (Mockito stands in
-# for the running store).
+# The broker's HA service (the store's classes) needs the next five packages (Mockito stands in
+# for the running store); `conform --coverage` and check's coverage figure need JaCoCo.
 JDK_PACKAGES := openjdk-17-jdk-headless libcommons-lang3-java libguava-java libnetty-java \
                 libcommons-validator-java libhessian-java libcommons-collections3-java \
-                libjna-java liblz4-java libzstd-jni-java libconversant-disruptor-java libmockito-java
+                libjna-java liblz4-java libzstd-jni-java libconversant-disruptor-java libmockito-java \
+                libjacoco-java
 JARS := commons-lang3 guava netty-common netty-transport netty-buffer netty-codec netty-handler \
         netty-resolver commons-validator hessian commons-collections3 \
         jna lz4-java zstd-jni conversant-disruptor jsr305 netty-handler-proxy mockito-core byte-buddy \
-        byte-buddy-agent objenesis
+        byte-buddy-agent objenesis org.jacoco.agent.rt org.jacoco.core asm asm-commons asm-tree
 jdk:
 	@missing=""; command -v javac >/dev/null 2>&1 || missing="javac"; \
 	for j in $(JARS); do [ -e /usr/share/java/$$j.jar ] || missing="$$missing $$j.jar"; done; \

@@ -338,7 +338,8 @@ TOGGLES: tuple[Toggle, ...] = (
         "finding",
         "found by rmqcheck (issue 27, the bootstrap checked): ReplicasManager.startBasicService calls brokerElect "
         "whatever asyncLearner says, and ReplicasInfoManager.electMaster's first election takes the requester "
-        "unchecked; docs/en/controller/deploy.md says a learner 'will not be elected as Master'",
+        "unchecked; docs/en/controller/deploy.md says a learner 'will not be elected as Master'; reported upstream "
+        "as apache/rocketmq #10013, fix PR #10014 (both open)",
         "An asyncLearner broker asks to be elected like any other: if it registers first it becomes master "
         "at masterEpoch 1 (the controller has no notion of learners). Intended: a learner never asks, and "
         "waits for a master.",
@@ -366,7 +367,8 @@ TOGGLES: tuple[Toggle, ...] = (
         "elect_compares_by_subtraction",
         "finding",
         "found by rmqcheck (issue 27, offsets at scale): DefaultElectPolicy.java:39-46 compares candidates with "
-        "`(int) (o2.getMaxOffset() - o1.getMaxOffset())` and int subtractions of epochs and priorities",
+        "`(int) (o2.getMaxOffset() - o1.getMaxOffset())` and int subtractions of epochs and priorities; reported "
+        "upstream as apache/rocketmq #10578, fixed by PR #10579 (Long.compare, after the snapshot)",
         "The election comparator casts the long difference of two maxOffsets to int, keeping its low 32 bits: "
         "candidates of one epoch 2 to 4 GiB apart compare the wrong way round (or, exactly 2 GiB apart, each "
         "below the other), so the TreeSet can put the replica with less data first and elect it; 4 GiB apart "

@@ -355,3 +355,18 @@ def find_consistent_point(
         return consistent_point_indexed(truncation_view(loc, INF, local_max_offset),
                                         truncation_view(mas, INF, master_max_offset), search)
     return truncation_point(loc, INF, local_max_offset, mas, master_max_offset, INT_OPS, search)
+
+
+def disagreement(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> str | None:
+    """Why two replicas' (epoch, start) entries disagree, or None: the same epoch must start at
+    the same offset on both (one master wrote it from one place), and entries they share must
+    have the same entries before them (epoch log matching; `validate`'s epoch_agreement)."""
+    starts_b = dict(b)
+    for e, s in a:
+        if e in starts_b and starts_b[e] != s:
+            return f"epoch {e} starts at {s} on one and {starts_b[e]} on the other"
+    at_b = {x: i for i, x in enumerate(b)}
+    last = next(((i, at_b[x]) for i, x in zip(range(len(a) - 1, -1, -1), reversed(a)) if x in at_b), None)
+    if last is not None and a[: last[0] + 1] != b[: last[1] + 1]:  # both lists strictly increase
+        return f"both have {a[last[0]][0]}-{a[last[0]][1]} but not the same entries before it"
+    return None

@@ -127,6 +127,54 @@ def test_a_stepping_link_releases_one_frame_at_a_time(master_port):
         link.close()
 
 
+def test_a_lingering_connection_keeps_the_master_s_end_open_until_it_is_closed():
+    """ha_linger on the code: the slave's end closes and it connects again, while the master's
+    end of the old connection stays open, silent, until ha_close_lingering closes it."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    ended: list[int] = []  # the master's connections that saw the end of the stream, by number
+
+    def answer(conn, n):
+        with conn:
+            while len(data := conn.recv(12)) == 12:
+                conn.sendall(heartbeat(int.from_bytes(data[4:], "big")))
+            ended.append(n)
+
+    def serve():
+        n = 0
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            n += 1
+            threading.Thread(target=answer, args=(conn, n), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    link = LinkProxy("t", lambda: server.getsockname()[1])
+    try:
+        first = socket.create_connection(("127.0.0.1", link.port), timeout=2)
+        first.sendall(ack(1))
+        assert _recv_frame(first) == heartbeat(1)
+        assert link.linger()
+        assert first.recv(10) == b""  # the slave's end is closed
+        with socket.create_connection(("127.0.0.1", link.port), timeout=2) as second:  # it connects again
+            second.sendall(ack(2))
+            assert _recv_frame(second) == heartbeat(2)
+            time.sleep(0.2)
+            assert ended == [] and link.live_connections() == 1  # the master still holds connection 1
+            assert link.close_lingering() == 1
+            _until(lambda: ended == [1])  # the master reads the end of connection 1 only
+            second.sendall(ack(3))
+            assert _recv_frame(second) == heartbeat(3)
+        first.close()
+    finally:
+        link.close()
+        server.close()
+    assert not link.linger()  # no connection left to linger
+
+
 def test_every_model_action_has_a_way_onto_the_cluster():
     """A new action in the model must say how replay --cluster drives it (or why it cannot)."""
     from rmqcheck.checkers.cluster.replay import STEPS
@@ -471,13 +519,15 @@ def test_what_the_running_code_broke_is_classed_by_what_the_configuration_promis
 
     monkeypatch.setattr(command, "validate_local", lambda inputs: SimpleNamespace(violations=[]))
     monkeypatch.setattr(command, "discover", lambda paths: None)
+    (tmp_path / "steps.jsonl").write_text("")  # no operation: the model only settles (6 steps)
     (tmp_path / cluster_run.CODE_VIOLATIONS).write_text(
         json.dumps({"step": 9, "invariant": "I2", "what": "broker 2 is in the controller's SyncStateSet [1, 2] but "
                                                           "its commit log lacks acknowledged m3"}) + "\n")
     durable, default = configs.load("durable"), configs.load("default")
     assert command.check_run(tmp_path, durable) == [
         ("I2", "unexplained", "broker 2 is in the controller's SyncStateSet [1, 2] but its commit log lacks "
-                              "acknowledged m3", "on the running code, step 9")]
+                              "acknowledged m3", "on the running code, step 9; model: the model's path of the same "
+                                                 "schedule (6 steps) keeps I2")]
     assert [kind for _, kind, _, _ in command.check_run(tmp_path, default)] == ["expected"]
 
 
@@ -486,3 +536,35 @@ def test_a_baseline_that_is_not_a_tree_is_refused_before_any_run(tmp_path, capsy
     code = main(["cluster", "--config", "durable", "--runs", "1", "--baseline", str(tmp_path / "nosuch"),
                  "--out", str(tmp_path / "runs")])
     assert code == 2 and "--baseline" in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
+def test_a_power_loss_keeps_the_epoch_files_the_file_system_had_written_back(tmp_path):
+    """RocketMQ rewrites its epoch files with no fsync: a power loss keeps the last version at
+    least `writeback` controller ticks old, or none (epochfiles.py)."""
+    from rmqcheck.checkers.cluster import epochfiles
+
+    store = tmp_path / "broker-1"
+    store.mkdir()
+    files = epochfiles.PageCache(store)
+
+    def write(main: bytes, bak: bytes | None, tick: int) -> None:
+        (store / "epochFileCheckpoint").write_bytes(main)
+        if bak is not None:
+            (store / "epochFileCheckpoint.bak").write_bytes(bak)
+        files.note(tick)
+
+    write(b"1\n0\n1-0\n", None, 0)
+    write(b"2\n0\n1-0\n2-218\n", b"1\n0\n1-0\n", 3)
+    assert files.after_power_loss(3, writeback=1) == "reverted"  # the tick-3 version is younger than a tick
+    assert (store / "epochFileCheckpoint").read_bytes() == b"1\n0\n1-0\n"
+    assert not (store / "epochFileCheckpoint.bak").exists()
+    assert files.after_power_loss(4, writeback=1) == "kept"  # nothing written since: the same version
+    write(b"2\n0\n1-0\n2-218\n", b"1\n0\n1-0\n", 4)
+    assert files.after_power_loss(4, writeback=None) == "kept"  # replay --cluster: the model's assumption
+    assert (store / "epochFileCheckpoint").read_bytes() == b"2\n0\n1-0\n2-218\n"
+
+    fresh = tmp_path / "broker-2"
+    fresh.mkdir()
+    (fresh / "epochFileCheckpoint").write_bytes(b"1\n0\n1-0\n")
+    assert epochfiles.PageCache(fresh).after_power_loss(2, writeback=1) == "lost"  # never written back
+    assert not (fresh / "epochFileCheckpoint").exists()

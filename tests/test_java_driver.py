@@ -5,6 +5,7 @@ that dies, hangs or talks nonsense)."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import tarfile
@@ -87,6 +88,47 @@ def test_conform_command_agrees(tmp_path, capsys):
                                                ("passed", "", "")}
     assert main(["conform", "--sequences", "30", "--generator", "hypothesis", "--out", str(tmp_path)]) == 0
     assert "agreed on every request" in capsys.readouterr().out
+
+
+RECORDED_COVERAGE = Path(__file__).parents[1] / "results" / "conform-coverage.json"
+
+
+def test_conform_measures_branch_coverage_and_keeps_what_is_recorded(tmp_path, capsys):
+    """`conform --coverage OUT`: JaCoCo over the drivers (compiled for Java 11); per class and
+    method the branches covered and missed, with the lines of the missed ones. The same seeded
+    sequences must cover at least what results/conform-coverage.json records, method by method."""
+    report = tmp_path / "coverage.json"
+    assert main(["conform", "--sequences", "200", "--seed", "0", "--out", str(tmp_path), "--coverage", str(report)]) == 0
+    assert "branch coverage: the listed methods" in capsys.readouterr().out
+    got = json.loads(report.read_text())
+    methods = {f"{cls.split('org/apache/rocketmq/')[1]}.{m['method']}{m['desc']}": m
+               for cls, ms in got["classes"].items() for m in ms}
+    elect = next(m for k, m in methods.items() if k.startswith("controller/impl/manager/ReplicasInfoManager.electMaster("))
+    assert elect["listed"] and elect["branches_covered"] > 0 and all(isinstance(n, int) for n in elect["missed_at_lines"])
+    recorded = json.loads(RECORDED_COVERAGE.read_text())
+    fell = [f"{k}: {methods[k]['branches_covered'] if k in methods else 'not run'} < {covered}"
+            for k, (covered, _) in recorded["methods"].items()
+            if k not in methods or methods[k]["branches_covered"] < covered]
+    assert not fell, "branch coverage fell below results/conform-coverage.json:\n" + "\n".join(fell)
+    assert got["listed_methods"]["branches_covered"] >= recorded["listed_methods"]["branches_covered"]
+
+
+def test_coverage_without_jacoco_is_one_clear_error(monkeypatch, tmp_path, capsys):
+    from rmqcheck.checkers.java import coverage
+
+    monkeypatch.setattr(coverage, "JARS", {**coverage.JARS, "no-such-jacoco.jar": "libjacoco-java"})
+    assert main(["conform", "--sequences", "1", "--coverage", str(tmp_path / "c.json")]) == 2
+    err = capsys.readouterr().err
+    assert "libjacoco-java" in err and "Traceback" not in err and not (tmp_path / "c.json").exists()
+
+
+def test_the_agent_jar_s_manifest_lines_are_at_most_72_bytes():
+    from rmqcheck.checkers.java import coverage
+
+    text = coverage._manifest({"Class-Path": " ".join(["/usr/share/java/some-long-library-name.jar"] * 5)})
+    lines = text.split(b"\r\n")
+    assert all(len(line) <= 72 for line in lines) and b"".join(x[1:] if x.startswith(b" ") else x
+                                                           for x in lines).count(b"some-long") == 5
 
 
 # --- failing clearly ----------------------------------------------------------------------------
@@ -217,7 +259,7 @@ def test_the_default_job_runs_a_short_conformance_pass(tmp_path, capsys):
     assert _stage(tmp_path) is False
     line = capsys.readouterr().out
     assert "conformance with RocketMQ's classes (the controller and the epoch cache and the broker's HA service)" in line
-    assert "agreed on every request" in line
+    assert "agreed on every request" in line and "branch coverage: the listed methods" in line
 
 
 def test_without_a_jdk_the_default_job_says_so_in_one_line_and_goes_on(tmp_path, monkeypatch, capsys):

@@ -28,7 +28,7 @@ import zlib
 from pathlib import Path
 from typing import Iterable
 
-from rmqcheck.model.epochfile import INF, consistent_point_indexed, truncation_view
+from rmqcheck.model.epochfile import INF, consistent_point_indexed, disagreement, truncation_view
 
 from .history import Violation
 
@@ -168,7 +168,7 @@ def check_set(set_dir: str) -> list[Violation]:
     names = sorted(good)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            problem = _disagreement(good[a], good[b])
+            problem = disagreement(good[a], good[b])
             if problem:
                 out.append(Violation("epoch_agreement", run, f"replicas {a} {b}", 1, problem))
     if names:
@@ -189,15 +189,3 @@ def _consistent_point(local: list[tuple[int, int]], master: list[tuple[int, int]
 
 def _show(entries: list[tuple[int, int]]) -> str:
     return ",".join(f"{e}-{s}" for e, s in entries)
-
-
-def _disagreement(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> str | None:
-    starts_b = dict(b)
-    for e, s in a:
-        if e in starts_b and starts_b[e] != s:
-            return f"epoch {e} starts at {s} on one and {starts_b[e]} on the other"
-    at_b = {x: i for i, x in enumerate(b)}
-    last = next(((i, at_b[x]) for i, x in zip(range(len(a) - 1, -1, -1), reversed(a)) if x in at_b), None)
-    if last is not None and a[: last[0] + 1] != b[: last[1] + 1]:  # both lists strictly increase
-        return f"both have {a[last[0]][0]}-{a[last[0]][1]} but not the same entries before it"
-    return None

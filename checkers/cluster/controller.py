@@ -12,6 +12,9 @@ from typing import Any
 from rmqcheck.checkers.java.build import Classpath
 from rmqcheck.checkers.java.driver import JavaDriver
 
+SUCCESS = 0  # ResponseCode.SUCCESS
+ELECT_MASTER_MAX_RETRY = 3  # ControllerConfig.electMasterMaxRetryCount's default
+
 # A broker's RPC (BrokerOuterAPI stand-in, stubs-broker/) -> the driver's request.
 _OPS = {"get_next_broker_id", "apply_broker_id", "register_broker", "heartbeat", "elect", "alter_sss",
         "get_replica_info"}
@@ -54,8 +57,14 @@ class Controller:
         self.now += 1
 
     def elect(self) -> dict[str, Any]:
-        """The controller's own trigger (scanNeedReelectBrokerSets found the master gone)."""
-        return self._ask({"op": "elect", "id": None, "designate": False})
+        """The controller's own trigger (scanNeedReelectBrokerSets found the master gone):
+        ControllerManager.triggerElectMaster tries up to electMasterMaxRetryCount times, and each
+        failed attempt applies an ElectMasterEvent that bumps masterEpoch (reference §7.10)."""
+        for _ in range(ELECT_MASTER_MAX_RETRY):
+            answer = self._ask({"op": "elect", "id": None, "designate": False})
+            if answer.get("code") == SUCCESS:
+                break
+        return answer
 
     def admin_elect(self, broker_id: int) -> dict[str, Any]:
         """mqadmin electMaster designating a broker (ofAdminTrigger)."""

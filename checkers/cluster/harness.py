@@ -26,6 +26,7 @@ from typing import Any, Callable, NamedTuple
 from rmqcheck.checkers.java import build
 from rmqcheck.checkers.java.build import Classpath
 
+from . import epochfiles
 from .controller import Controller
 from .node import BrokerNode, Item, NodeError
 from .proxy import OPEN, STEP, LinkProxy
@@ -50,6 +51,9 @@ class ClusterConfig(NamedTuple):
     not_catchup_ms: int = 2000
     ha_heartbeat_ms: int = 100
     ha_housekeeping_ms: int = 60_000
+    # Controller ticks after which a version of the epoch files survives a power loss
+    # (epochfiles.py); None: every version does (the model's assumption: replay --cluster).
+    epoch_file_writeback: int | None = 1
 
     @classmethod
     def from_model(cls, cfg: Any) -> "ClusterConfig":
@@ -91,6 +95,7 @@ class Cluster:
         self.controller: Controller | None = None
         self.classpath: Classpath | None = None
         self.settled = True  # whether the last settle() found the cluster quiet
+        self.epoch_files: dict[int, epochfiles.PageCache] = {}  # broker -> its epoch files' versions
         # Slaves that made no progress for `stuck_after` seconds, with the max offset they were
         # stuck at: not waited for while they stay there (until a restart or a link change).
         self.stranded: dict[int, int] = {}
@@ -122,7 +127,9 @@ class Cluster:
                     self.links[(b, m)].set_mode(self.link_mode)
         for b in self.brokers:
             self.nodes[b] = BrokerNode(b, self.classpath, self.dir / "stores" / f"broker-{b}", self.inbox)
+            self.epoch_files[b] = epochfiles.PageCache(self.nodes[b].store)
             self.restart(b)
+        self._note_epoch_files()  # what the start wrote, at the controller's first tick
 
     def close(self) -> None:
         for node in self.nodes.values():
@@ -257,6 +264,12 @@ class Cluster:
         return int(str(address).rsplit(":", 1)[1]) - 30000
 
     def settle(self, timeout: float = 8.0, stuck_after: float | None = None) -> dict[int, dict[str, Any] | None]:
+        """The brokers' states once the cluster is quiet (`_settle`), the epoch files noted."""
+        states = self._settle(timeout, stuck_after)
+        self._note_epoch_files()
+        return states
+
+    def _settle(self, timeout: float, stuck_after: float | None) -> dict[int, dict[str, Any] | None]:
         """Run queued one-shots and wait until the cluster is quiet (module docstring) and every
         slave on an open link to the master holds what the master holds; the brokers' states.
         `self.settled` says whether that happened within `timeout` seconds (a slave that cannot
@@ -375,10 +388,13 @@ class Cluster:
         self.ha_ports[b] = None
         self._forget(b)
 
-    def power_loss(self, b: int) -> dict[str, int]:
+    def power_loss(self, b: int) -> str:
         """The JVM halts and every byte not flushed is lost: the commit log and consume queue
         files keep only their flushed prefix (the rest zeroed, as a file system that lost it
-        reads). The flushed positions are the store's own, reported just before the halt."""
+        reads; the flushed positions are the store's own, reported just before the halt); the
+        epoch files keep their last version the file system had written back (epochfiles.py;
+        this answers "kept", "reverted" or "lost"). The checkpoint file loses nothing:
+        StoreCheckpoint writes its mapped page only in flush(), which forces it at once."""
         node = self.nodes[b]
         n = node.command("halt", power_loss=True)
         self._pump(lambda: self._ended(node), 30, f"broker {b}: power loss")
@@ -389,10 +405,15 @@ class Cluster:
         if "flushed" not in reply:
             raise ClusterError(f"broker {b}: power loss: no flushed positions came before the halt "
                                f"({reply.get('exception') or node.log_tail()})")
-        flushed = reply["flushed"]
-        for name, position in flushed.items():
+        for name, position in reply["flushed"].items():
             _drop_after(Path(name), int(position))
-        return flushed
+        assert self.controller is not None
+        return self.epoch_files[b].after_power_loss(self.controller.now, self.cfg.epoch_file_writeback)
+
+    def _note_epoch_files(self) -> None:
+        assert self.controller is not None
+        for files in self.epoch_files.values():
+            files.note(self.controller.now)
 
     def _forget(self, b: int) -> None:
         """Broker `b`'s JVM is gone: its waiting puts have no answer, its held RPCs no sender."""

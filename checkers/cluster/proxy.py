@@ -10,7 +10,11 @@ nemesis can open, cut and blackhole. It forwards whole AutoSwitchHA frames (`fra
 - step: like blackhole, but the harness releases the held frames one direction and one frame
   at a time (`release`): how `replay --cluster` drives the model's HA steps (handshake, transfer,
   ack) on the running code;
-- `bytes_held` says whether anything waits, so the harness can tell a quiet link from a busy one.
+- `bytes_held` says whether anything waits, so the harness can tell a quiet link from a busy one;
+- `linger` closes the slave's end of the newest connection and keeps the master's end open and
+  silent (what the master sends there is read and dropped), as when the slave's HA client gives
+  up on a connection and reconnects before the master's end notices; `close_lingering` then
+  closes the master's end, which the master reads as the end of the stream.
 
 The master's HA port is looked up at each new connection (`target()`), so a master that restarts
 on another port is reached through the same proxy.
@@ -73,6 +77,7 @@ class _Pipe:
         self.link, self.src, self.dst, self.to_master = link, src, dst, to_master
         self.held: deque[bytes] = deque()
         self.partial = bytearray()
+        self.lingering = False  # the slave's end is gone, the master's stays: read and drop (LinkProxy.linger)
 
     def run(self) -> None:
         try:
@@ -90,6 +95,8 @@ class _Pipe:
                     frames.append(bytes(self.partial[:end]))
                     del self.partial[:end]
                 with self.link.lock:
+                    if self.lingering:
+                        continue
                     for frame in frames:
                         if self.link.mode == OPEN and not self.held:
                             self.dst.sendall(frame)
@@ -97,7 +104,8 @@ class _Pipe:
                             self.held.append(frame)
         except OSError:
             pass
-        self.link.drop(self)
+        if not self.lingering:
+            self.link.drop(self)
 
     def release(self, count: int | None = None) -> None:
         """Deliver what was held, or its first `count` frames; called with the link's lock held."""
@@ -116,6 +124,7 @@ class LinkProxy:
         self.mode = OPEN
         self.lock = threading.Lock()
         self.pipes: list[_Pipe] = []
+        self.lingering: list[socket.socket] = []  # the master's ends of lingering connections
         self.connections = 0  # accepted so far
         self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -160,11 +169,7 @@ class LinkProxy:
             for p in [q for q in self.pipes if q.src in (pipe.src, pipe.dst)]:
                 self.pipes.remove(p)
             for s in (pipe.src, pipe.dst):
-                try:  # shutdown first: it wakes the other direction's blocked recv and sends the FIN
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                s.close()
+                _close(s)
 
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:
@@ -178,6 +183,32 @@ class LinkProxy:
         if mode == CUT:
             for p in pipes:
                 self.drop(p)
+            self.close_lingering()
+
+    def linger(self) -> bool:
+        """Close the slave's end of the newest connection and keep the master's (module
+        docstring); whether there was a connection."""
+        with self.lock:
+            to_slave = self._newest(False)
+            if to_slave is None:
+                return False
+            pair = [p for p in self.pipes if p.src in (to_slave.src, to_slave.dst)]
+            for p in pair:
+                p.lingering = True
+                p.held.clear()
+                self.pipes.remove(p)
+            self.lingering.append(to_slave.src)  # the master's end
+            slave_end = to_slave.dst
+        _close(slave_end)
+        return True
+
+    def close_lingering(self) -> int:
+        """Close the master's end of each lingering connection; how many there were."""
+        with self.lock:
+            ends, self.lingering = self.lingering, []
+        for s in ends:
+            _close(s)
+        return len(ends)
 
     def held(self, to_master: bool) -> list[bytes]:
         """The frames held in one direction of the newest connection (step mode)."""
@@ -195,6 +226,13 @@ class LinkProxy:
             n = min(count, len(pipe.held))
             pipe.release(n)
             return n
+
+    def drop_held(self, to_master: bool, indexes: set[int]) -> None:
+        """Forget the frames at `indexes` of those held in one direction of the newest connection."""
+        with self.lock:
+            pipe = self._newest(to_master)
+            if pipe is not None:
+                pipe.held = deque(f for i, f in enumerate(pipe.held) if i not in indexes)
 
     def _newest(self, to_master: bool) -> "_Pipe | None":
         return next((p for p in reversed(self.pipes) if p.to_master == to_master), None)
@@ -215,3 +253,12 @@ class LinkProxy:
             pass
         self.server.close()
         self.set_mode(CUT)
+        self.close_lingering()
+
+
+def _close(s: socket.socket) -> None:
+    try:  # shutdown first: it wakes a recv blocked on the socket and sends the FIN
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    s.close()

@@ -1,20 +1,18 @@
 """A model counterexample or scenario run step by step on the cluster (`replay FILE --cluster`).
 
-The model's actions are finer than what a running broker lets anyone drive, so each action is
-one of three kinds (`STEPS`, one function per action, each saying how):
+After every step both sides are observed the same way (views.py) and compared. The model's
+actions are finer than what a running broker lets anyone drive, so each action is one of three
+kinds (`STEPS`, one function per action, each saying how):
 
 - **driven**: the harness makes the code do it: a put, a read, a crash or power loss, a restart,
   a heartbeat, a ReplicasManager task, a tick or an election of the controller, a partition, and
   the HA steps, which the stepping links (proxy.py, step mode) turn into the release of held
-  frames: `ha_connect` the handshake, `ha_transfer` master-to-slave frames up to one with
-  messages, `ha_slave_ack`/`ha_read_ack` one of the slave's acks;
-- **the code's own**: the running code does it by itself between steps (dispatch, the end of a
-  promotion, a put completing once its acks arrive, a connection found dead on a cut link);
-  the harness only waits until the cluster is quiet;
-- **not drivable**: nothing makes the code do exactly that (a put's wall-clock timeout, a second
-  controller, a half-closed connection); the reason is said and the replay goes on.
-
-After every step both sides are observed the same way (views.py) and compared.
+  frames (`ha_connect` the handshake, `ha_transfer` master-to-slave frames up to one with
+  messages, `ha_slave_ack`/`ha_read_ack` one of the slave's acks) or a lingering connection;
+- **the code's own**: what the running code does by itself between steps (dispatch, the end of a
+  promotion, a connection found dead on a cut link): the harness waits until the cluster is quiet;
+- **not drivable**: nothing makes the code do exactly that (a second controller); said, and the
+  replay goes on.
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ from rmqcheck.model.config import Config
 from rmqcheck.model.step import Action, format_action
 from rmqcheck.model.world import PENDING, State
 
+from . import epochfiles
 from .harness import DELIVER, DROP, LOSE_ANSWER, Cluster, ClusterConfig
 from .proxy import CUT, HANDSHAKE, TRANSFER, carries_data, frame_state
 from .run import DEFINITE_FAILURES, History, openchaos_result
@@ -222,15 +221,18 @@ def _ha_slave_ack(x: Context, a: Action, before: State, after: State) -> tuple[s
 
 
 def _ha_read_ack(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
-    """`ha_read_ack`: the master reads the acks up to the one `ha_slave_ack` marked."""
+    """`ha_read_ack`: the master reads the ack `ha_slave_ack` marked; older ones held are dropped,
+    as the model's acks coalesce (each the code read would propose the same expansion again)."""
     link = _link_of(x, a[1], before)
     if link is None:
         return NOT_DRIVABLE, "no link to the slave's master"
     held = link.held(to_master=True)
     n = x.ack_marks.pop(a[1], len(held))
-    acks = [int.from_bytes(f[4:12], "big") for f in held[:n] if frame_state(f) == TRANSFER]
-    link.release(True, n)
-    return DRIVEN, f"the master read broker {a[1]}'s acks {acks[-3:]}"
+    acks = [i for i, f in enumerate(held[:n]) if frame_state(f) == TRANSFER]
+    link.drop_held(True, set(acks[:-1]))
+    link.release(True, n - len(acks[:-1]))
+    return DRIVEN, f"the master read broker {a[1]}'s ack {int.from_bytes(held[acks[-1]][4:12], 'big')}" if acks \
+        else "no ack held"
 
 
 def _conn_reset(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
@@ -241,6 +243,23 @@ def _conn_reset(x: Context, a: Action, before: State, after: State) -> tuple[str
     link.set_mode(CUT)
     link.set_mode(x.c.link_mode)
     return DRIVEN, f"{link.name} reset"
+
+
+def _ha_linger(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`ha_linger`: the proxy closes the slave's end of its connection (the slave connects again
+    by itself) and keeps the master's end open and silent, so the master keeps it in its list."""
+    link = _link_of(x, a[1], before)
+    done = link is not None and link.linger()
+    return (DRIVEN, f"{link.name}: the slave's end closed, the master's kept") if done else \
+        (NOT_DRIVABLE, "no connection of the slave's to linger")
+
+
+def _ha_close_lingering(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`ha_close_lingering`: the proxy closes the master's end; the master's read loop sees the
+    end of the stream and removes the connection."""
+    closed = sum(link.close_lingering() for (slave, _), link in x.c.links.items() if slave == a[1])
+    return (DRIVEN, f"the master's end of broker {a[1]}'s lingering connection closed") if closed else \
+        (NOT_DRIVABLE, f"no lingering connection of broker {a[1]}'s")
 
 
 # --- ReplicasManager and the controller -----------------------------------------------------------
@@ -365,9 +384,7 @@ def _heal(x: Context, a: Action, before: State, after: State) -> tuple[str, str]
 
 
 def _lose_epoch_file(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
-    store = x.c.nodes[a[1]].store
-    for name in ("epochFileCheckpoint", "epochFileCheckpoint.bak"):
-        (store / name).unlink(missing_ok=True)
+    epochfiles.remove(x.c.nodes[a[1]].store)
     return DRIVEN, f"broker {a[1]}'s epoch file deleted"
 
 
@@ -398,8 +415,8 @@ STEPS: dict[str, Step] = {
     "heal": _heal,
     "crash": _crash,
     "conn_reset": _conn_reset,
-    "ha_linger": _fixed(NOT_DRIVABLE, "the proxy cannot close one end of a connection and keep the other yet"),
-    "ha_close_lingering": _fixed(NOT_DRIVABLE, "the proxy cannot close one end of a connection and keep the other yet"),
+    "ha_linger": _ha_linger,
+    "ha_close_lingering": _ha_close_lingering,
     "partition": _partition,
     "hb_timeout": _hb_timeout,
     "admin_elect": _admin_elect,
@@ -430,7 +447,8 @@ def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, s
         if x is not None:
             x.on_event(kind, body)
 
-    ccfg = ClusterConfig.from_model(cfg)._replace(slave_timeout_ms=600_000)  # puts time out by model steps
+    # Puts time out by model steps; a power loss keeps the epoch files, as the model's does.
+    ccfg = ClusterConfig.from_model(cfg)._replace(slave_timeout_ms=600_000, epoch_file_writeback=None)
     try:
         with Cluster(ccfg, folder, src, on_event, stepping=True) as c:
             x = Context(c, history, cfg)

@@ -17,13 +17,15 @@ history; the four never reach into each other.
   30 s, and a deposed master that does not know it yet still registers there as master.
 - nemesis (`Nemesis`): applies the faults to the cluster; a fault line in the history for each.
 - checker: after every step, what the running code shows of the model's invariants
-  (views.code_violations, as `replay --cluster` judges it: I1, I2, I3, I4's core, I5's first half,
+  (views.code_violations, as `replay --cluster` judges it: I1, I2, I3, I4's core, I5,
   I7's learner clause), written to the run's code-violations.jsonl; at the end `rmqcheck
   validate`'s local engine over the run's folder (its history and the brokers' epoch files); each
-  violation then classed against what the configuration promises (in the command,
-  rmqcheck/commands/cluster.py: checkers and traces sit side by side).
+  violation then classed against what the configuration promises and explained by the model's
+  path of the same run (follow.py; in the command, rmqcheck/commands/cluster.py: checkers and
+  traces sit side by side).
 
-A run's folder: `run-<seed>-history` (OpenChaos), `steps.jsonl` (each operation and what it did),
+A run's folder: `run-<seed>-history` (OpenChaos), `steps.jsonl` (each operation as resolved, what
+it did, the controller's state after it: follow.py reads it),
 `code-violations.jsonl`, `stores/`
 (each broker's store, epoch file included), `broker-N.log` (the JVMs' stderr).
 """
@@ -106,6 +108,11 @@ def schedule(seed: int, brokers: int, steps: int, faults: int, queues: int = 1) 
             if f in ("crash", "power_loss"):
                 due = sorted(due + [(i + rng.randint(1, 5), Op("restart", target))])
     return ops
+
+
+def minority_side(b: int, peer: int | None, brokers: int) -> set[int]:
+    """The brokers a minority fault at broker `b` cuts off: it, and its peer round the ring."""
+    return {b} if peer is None else {b, (b - 1 + peer) % brokers + 1}
 
 
 class History:
@@ -197,9 +204,11 @@ class Nemesis:
         self.cluster = cluster
         self.history = history
         self.hit: int | None = None  # the broker the last fault at MASTER hit: its restart is that broker's
+        self.epoch_files: str | None = None  # what the last power loss left of the epoch files
 
     def apply(self, op: Op) -> str:
         c, b = self.cluster, op.arg
+        self.epoch_files = None
         if b == MASTER and op.f == "restart":
             b = self.hit
         elif b == MASTER:
@@ -209,7 +218,7 @@ class Nemesis:
         if op.f == "crash" and c.nodes[b].alive:
             c.crash(b)
         elif op.f == "power_loss" and c.nodes[b].alive:
-            c.power_loss(b)
+            self.epoch_files = c.power_loss(b)
         elif op.f == "restart" and not c.nodes[b].alive:
             c.restart(b)
         elif op.f in ("isolate_ha", "blackhole_ha"):
@@ -217,7 +226,7 @@ class Nemesis:
         elif op.f in ("isolate_controller", "lose_answers"):
             c.rpc_policy[b] = DROP if op.f == "isolate_controller" else LOSE_ANSWER
         elif op.f == "minority":
-            c.partition({b} if op.peer is None else {b, (b - 1 + op.peer) % len(c.brokers) + 1}, CUT)
+            c.partition(minority_side(b, op.peer, len(c.brokers)), CUT)
         elif op.f == "heal":
             c.heal()
         else:
@@ -311,8 +320,11 @@ def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int 
                     if seen not in judged:  # each once, at the first step that shows it
                         judged.add(seen)
                         found.write(json.dumps({"step": i, "invariant": inv, "what": seen}) + "\n")
-                log.write(json.dumps({"step": i, "op": op.f, "arg": op.arg, "result": what,
-                                      "settled": cluster.settled, "controller": cluster.controller.last}) + "\n")
+                record = {"step": i, "op": op.f, "arg": op.arg, "peer": op.peer, "result": what,
+                          "settled": cluster.settled, "controller": cluster.controller.last}
+                if op.f == "power_loss" and nemesis.epoch_files:  # follow.py reads it
+                    record["epoch_files"] = nemesis.epoch_files
+                log.write(json.dumps(record) + "\n")
                 if on_step is not None:
                     on_step(i, len(ops))
             for queue in range(cfg.queues):  # read to the end

@@ -104,7 +104,8 @@ def code_violations(x, states: dict[int, dict[str, Any] | None]) -> list[tuple[s
     (I2); a message the consumer read missing from the confirmed master's commit log (I3); with
     allAck, a master's confirmOffset beyond the last ack a connected member of its
     SyncStateSet sent (I4's core); two replicas with the same epoch entry and different messages
-    under it (I5); an async learner as master (I7's learner clause)."""
+    under it, or a connected slave that attributes a message to another epoch than its master
+    (I5); an async learner as master (I7's learner clause)."""
     acked = [body for body, (n, _) in _sent(x).items() if x.outcomes.get(n) == "PUT_OK"]
     controller = x.c.controller.last
     master = x.c.master()
@@ -144,7 +145,7 @@ def code_violations(x, states: dict[int, dict[str, Any] | None]) -> list[tuple[s
                     for body in _read(x) if body not in held]
     if master is not None and master in x.cfg.async_learners:
         out.append(("I7", f"broker {master}, an async learner, is the controller's master"))
-    return out + _log_matching(states)
+    return out + _log_matching(states) + _attribution(states)
 
 
 def _epoch_ranges(st: dict[str, Any]) -> dict[tuple[int, int], int]:
@@ -170,6 +171,36 @@ def _log_matching(states: dict[int, dict[str, Any] | None]) -> list[tuple[str, s
                 if ma != mb:
                     out.append(("I5", f"brokers {a} and {b} both record epoch {epoch} from {start} but hold "
                                       f"{[m for _, m in ma]} and {[m for _, m in mb]} there"))
+    return out
+
+
+def _epoch_at(st: dict[str, Any], offset: int) -> int | None:
+    """The epoch a replica's entries attribute `offset` to (the last entry starting at or before it)."""
+    found = None
+    for e in st.get("epochs", []):
+        if int(e[1]) <= offset:
+            found = int(e[0])
+    return found
+
+
+def _attribution(states: dict[int, dict[str, Any] | None]) -> list[tuple[str, str]]:
+    """I5's second half on the code: a slave connected to its master (both ends in TRANSFER)
+    attributes each message they both hold to the epoch its master does."""
+    out = []
+    for m, sm in sorted(states.items()):
+        if not sm or sm.get("role") != "SYNC_MASTER" or sm.get("messages") is None:
+            continue
+        held = {(o, body) for o, _, body in sm["messages"]}
+        for slave, _, state in sm.get("connections", []):
+            ss = states.get(int(slave))
+            if state != "TRANSFER" or not ss or ss.get("client") != "TRANSFER" or ss.get("messages") is None:
+                continue
+            for o, _, body in ss["messages"]:
+                mine, theirs = _epoch_at(ss, o), _epoch_at(sm, o)
+                if (o, body) in held and None not in (mine, theirs) and mine != theirs:
+                    out.append(("I5", f"slave {slave} attributes {body} to epoch {mine}, its master {m} to epoch "
+                                      f"{theirs}"))
+                    break
     return out
 
 

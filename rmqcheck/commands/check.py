@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import tempfile
 from pathlib import Path
 
 from rich.table import Table
 
-from rmqcheck.checkers.java import conform
+from rmqcheck.checkers.java import conform, coverage
+from rmqcheck.checkers.java.build import BuildError
 from rmqcheck.checkers.java.driver import DriverError
 from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search.hunting import UNEXPLAINED, write_finding
@@ -143,22 +145,30 @@ def _check_conformance(args, out_dir: Path) -> bool:
     if args.conform_budget <= 0:
         args.results.add("conformance", case, "skipped", "--conform-budget 0")
         return False
-    try:
-        drivers = Drivers(args.rocketmq_src)
-    except UsageError as exc:
-        out.print(f"[yellow]conformance skipped: {exc}[/]")
-        args.results.add("conformance", case, "skipped", str(exc))
-        return False
-    try:
-        with drivers:
-            tally = conform.conform(drivers.core, args.seed, args.conform_budget, ha_driver=drivers.ha)
-    except DriverError as exc:
-        out.print(f"[bold red]conformance failed: {exc}[/]")
-        args.results.add("conformance", case, "error", f"the Java driver failed: {exc}")
-        return True
+    with tempfile.TemporaryDirectory(prefix="rmqcheck-coverage-") as scratch:
+        try:  # with the branch coverage of RocketMQ's classes, where JaCoCo is installed
+            drivers, measured = Drivers(args.rocketmq_src, coverage=Path(scratch)), ""
+        except UsageError as exc:
+            measured = f"coverage not measured: {exc}"
+            try:
+                drivers = Drivers(args.rocketmq_src)
+            except UsageError as exc:
+                out.print(f"[yellow]conformance skipped: {exc}[/]")
+                args.results.add("conformance", case, "skipped", str(exc))
+                return False
+        try:
+            with drivers:
+                tally = conform.conform(drivers.core, args.seed, args.conform_budget, ha_driver=drivers.ha)
+            measured = measured or coverage.summary(coverage.measure(drivers.builds))
+        except DriverError as exc:
+            out.print(f"[bold red]conformance failed: {exc}[/]")
+            args.results.add("conformance", case, "error", f"the Java driver failed: {exc}")
+            return True
+        except BuildError as exc:
+            measured = f"coverage not measured: {exc}"
     rate = tally.operations / max(tally.seconds, 1e-9)
     line = (f"conformance with RocketMQ's classes ({drivers.loaded()}): {tally.sequences:,} sequences, "
-            f"{tally.operations:,} requests compared in {tally.seconds:.1f}s ({rate:,.0f}/s)")
+            f"{tally.operations:,} requests compared in {tally.seconds:.1f}s ({rate:,.0f}/s); {measured}")
     if tally.divergence is None:
         out.print(f"{line}: [green]agreed on every request[/]")
         args.results.add("conformance", case, seconds=tally.seconds, notes=[line])

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from rich.table import Table
 
+from rmqcheck.checkers.cluster import follow
+from rmqcheck.checkers.cluster.follow import STORE_CHECKS
 from rmqcheck.checkers.cluster.harness import ClusterError
 from rmqcheck.checkers.cluster.node import NodeError
 from rmqcheck.checkers.cluster.run import CODE_VIOLATIONS, run_once
@@ -41,29 +43,38 @@ CHECK_INVARIANT = {"lost_ack": "I1", "read_truncated": "I3", "epoch_agreement": 
 REPORTED_ONLY = {"duplicate", "consistent_point"}
 
 
-def check_run(folder: Path, cfg: Config) -> list[tuple[str, str, str, str]]:
+def check_run(folder: Path, cfg: Config, by_model: bool = True) -> list[tuple[str, str, str, str]]:
     """Every violation `validate` finds in the run, and every invariant the running code broke
     on the way (the run's code-violations.jsonl, named by the invariant: checkers/cluster/views.py),
     with its kind: "reported" (allowed by the delivery guarantee), "expected" (the configuration
-    does not promise what it breaks) or "unexplained" (the running code broke what the
-    configuration promises)."""
+    does not promise what it breaks), what the model's path of the same run makes of it
+    (`by_model`, checkers/cluster/follow.py: a snapshot defect, named) or "unexplained" (the
+    running code broke what the configuration promises, and the model does not show why).
+    `replay --cluster` compares with the model's path at every step itself: no `by_model`."""
     report = validate_local(discover([str(folder)]))
-    promised = expected_ids(cfg)
-    found = []
+    found = []  # (check, what the model judges it by, subject, detail)
     for v in report.violations:
         if v.check in REPORTED_ONLY:
-            kind = "reported"
-        elif v.check in CHECK_INVARIANT and CHECK_INVARIANT[v.check] not in promised:
-            kind = "expected"
+            found.append((v.check, None, v.subject, v.detail))
         else:
-            kind = "unexplained"
-        found.append((v.check, kind, v.subject, v.detail))
+            judged_by = v.check if v.check in STORE_CHECKS else CHECK_INVARIANT.get(v.check)
+            found.append((v.check, judged_by, v.subject, v.detail))
     path = folder / CODE_VIOLATIONS
     for line in path.read_text().splitlines() if path.exists() else ():
         seen = json.loads(line)
-        kind = "unexplained" if seen["invariant"] in promised else "expected"
-        found.append((seen["invariant"], kind, seen["what"], f"on the running code, step {seen['step']}"))
-    return found
+        found.append((seen["invariant"], seen["invariant"], seen["what"], f"on the running code, step {seen['step']}"))
+    judged = {by for _, by, _, _ in found if by is not None}
+    model = follow.explain(cfg, follow.read_steps(folder), judged) if judged and by_model else {}
+    out = []
+    for check, by, subject, detail in found:
+        if by is None:
+            kind = "reported" if check in REPORTED_ONLY else "unexplained"  # a check new to this table
+        elif by in model:
+            kind, detail = model[by].kind, f"{detail}; model: {model[by].note}"
+        else:
+            kind = "expected" if follow.invariant_of(by) not in expected_ids(cfg) else "unexplained"
+        out.append((check, kind, subject, detail))
+    return out
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

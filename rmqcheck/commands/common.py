@@ -343,21 +343,30 @@ class Drivers:
     """The core driver (controller and epoch cache) and, when its build works, the HA driver
     (the broker's HA service; `ha` None and `ha_missing` saying why when it does not)."""
 
-    def __init__(self, src: str | None, ha: bool = True) -> None:
-        from rmqcheck.checkers.java import build
+    def __init__(self, src: str | None, ha: bool = True, coverage: Path | None = None) -> None:
+        """With `coverage` (a folder), the drivers are the coverage builds and record what of
+        RocketMQ's classes ran into it (checkers/java/coverage.py)."""
+        from rmqcheck.checkers.java import build, coverage as cov
         from rmqcheck.checkers.java.driver import JavaDriver
 
+        def driver(tree, target, name):
+            if coverage is None:
+                return JavaDriver(build.build(tree, target=target))
+            cp = build.build(tree, target=build.for_coverage(target))
+            self.builds.append((cp.classes, coverage / f"{name}.exec"))
+            return JavaDriver(cp._replace(jvm_flags=cp.jvm_flags + cov.agent_flags(coverage / f"{name}.exec")))
+
+        self.builds: list[tuple[Path, Path]] = []  # each coverage build's classes and execution data
         try:
             tree = build.locate(src)
-            core = build.build(tree)
+            self.core = driver(tree, build.CORE, "core")
         except build.BuildError as exc:
             raise UsageError(str(exc)) from None
-        self.core = JavaDriver(core)
         self.ha = None
         self.ha_missing = "not asked for"
         if ha:
             try:
-                self.ha = JavaDriver(build.build(tree, target=build.HA))
+                self.ha = driver(tree, build.HA, "ha")
                 self.ha_missing = ""
             except build.BuildError as exc:
                 self.ha_missing = str(exc)

@@ -6,16 +6,18 @@ a trace corpus for `rmqcheck validate`."""
 from __future__ import annotations
 
 import argparse
+import json
+import tempfile
 import time
 from pathlib import Path
 from random import Random
 from typing import Any, Iterator
 
-from rmqcheck.checkers.java import conform, lockstep
+from rmqcheck.checkers.java import build, conform, coverage, lockstep
 from rmqcheck.checkers.java.driver import DriverError
 from rmqcheck.model import configs
 from rmqcheck.model.config import Config
-from rmqcheck.outputs import check_folder, output_folder
+from rmqcheck.outputs import check_folder, check_output, output_folder, write_atomically
 from rmqcheck.traces.files import part_name, write_part
 from rmqcheck.traces.recorder import Corpus, random_step, run_id, run_records
 
@@ -34,7 +36,7 @@ from .common import (
 NAME = "conform"
 HELP = "compare the model with RocketMQ's own classes, compiled from a source tree"
 # Paths by role (cli.py refuses an output that is an input too, or named twice).
-OUTPUTS = ("--out", "--record")
+OUTPUTS = ("--out", "--record", "--coverage")
 INPUTS = ("--rocketmq-src", "--config")
 REPLACED = ("--record",)
 
@@ -49,6 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seeded random sequences shrunk by delta debugging (default: the fastest), or Hypothesis "
                         "draws shrunk by Hypothesis")
     p.add_argument("--out", default="counterexamples/conform", help="directory for the divergence's scenario file")
+    p.add_argument("--coverage", metavar="OUT",
+                   help="measure the branch coverage of RocketMQ's loaded classes (JaCoCo; the drivers compiled for "
+                        "Java 11) and write it to OUT as JSON: per class and method, branches covered and missed, "
+                        "with the lines of the missed ones")
     rec = p.add_argument_group("recording (--record DIR)")
     rec.add_argument("--record", metavar="DIR",
                      help="record walks of the model, every controller and epoch-cache call answered by RocketMQ's "
@@ -66,12 +72,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     if args.record:
         check_folder(args.record, "--record", args.force)  # before the JVMs start
-    with Drivers(args.rocketmq_src) as drivers:
-        out.print(f"RocketMQ's classes loaded: {drivers.loaded()}")
-        try:
-            return _record(args, drivers) if args.record else _compare(args, drivers)
-        except DriverError as exc:
-            raise UsageError(f"the Java driver failed: {exc}") from None
+    check_output(args.coverage, "--coverage")
+    with tempfile.TemporaryDirectory(prefix="rmqcheck-coverage-") as scratch:
+        execs = Path(scratch) if args.coverage else None
+        drivers = Drivers(args.rocketmq_src, coverage=execs)
+        with drivers:
+            out.print(f"RocketMQ's classes loaded: {drivers.loaded()}")
+            try:
+                code = _record(args, drivers) if args.record else _compare(args, drivers)
+            except DriverError as exc:
+                raise UsageError(f"the Java driver failed: {exc}") from None
+        if execs is not None:  # the JVMs have exited and written their execution data
+            _write_coverage(args.coverage, drivers, execs)
+    return code
+
+
+def _write_coverage(path: str, drivers: Drivers, execs: Path) -> None:
+    try:
+        methods = coverage.measure(drivers.builds)
+    except build.BuildError as exc:
+        raise UsageError(f"--coverage: {exc}") from None
+    write_atomically(path, json.dumps(coverage.report(methods), indent=1) + "\n")
+    out.print(f"{coverage.summary(methods)}; per method: {path}")
 
 
 def _compare(args, drivers: Drivers) -> int:

@@ -154,7 +154,7 @@ def _replay_cluster(args, cx: Counterexample, states) -> int:
         failed = None
         try:
             outcome = on_cluster.run(cx.config, list(cx.actions), states, folder, args.rocketmq_src)
-            found = [v for v in check_run(folder, cx.config) if v[1] != "reported"]
+            found = [v for v in check_run(folder, cx.config, by_model=False) if v[1] != "reported"]
         except (BuildError, DriverError) as exc:
             raise UsageError(f"--cluster: the cluster could not start: {exc}") from None
         except Exception as exc:  # the run's files are kept (--keep), logs and thread dumps with them

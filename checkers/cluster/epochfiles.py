@@ -1,0 +1,59 @@
+"""What a power loss leaves of a broker's epoch files.
+
+RocketMQ rewrites `epochFileCheckpoint` and its `.bak` in place with no fsync
+(`CheckpointFile.write`, `MixAll.string2File`), so a version of them is on disk only once the file
+system has written it back. ext4's default journal commit (5 s) carries a file rewritten in place
+(`auto_da_alloc`): a version survives a power loss once it is `writeback` controller ticks old
+(one tick stands for about 5 s). The harness notes each version after every step with the
+controller's tick (`note`), and a power loss takes the files back to the last version old enough,
+or removes them when none is (`after_power_loss`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FILES = ("epochFileCheckpoint", "epochFileCheckpoint.bak")
+KEPT, REVERTED, LOST = "kept", "reverted", "lost"
+
+Contents = tuple[bytes | None, ...]
+
+
+def read(store: Path) -> Contents:
+    return tuple((store / name).read_bytes() if (store / name).exists() else None for name in FILES)
+
+
+def remove(store: Path) -> None:
+    """The epoch files deleted (the model's `lose_epoch_file`)."""
+    for name in FILES:
+        (store / name).unlink(missing_ok=True)
+
+
+class PageCache:
+    """The versions of one broker's epoch files seen so far, each with its controller tick."""
+
+    def __init__(self, store: Path) -> None:
+        self.store = store
+        self.versions: list[tuple[int, Contents]] = []
+
+    def note(self, tick: int) -> None:
+        now = read(self.store)
+        if not self.versions or self.versions[-1][1] != now:
+            self.versions.append((tick, now))
+
+    def after_power_loss(self, tick: int, writeback: int | None) -> str:
+        """Leave on disk what the file system had written back by `tick` (None: every version
+        was); KEPT, REVERTED or LOST."""
+        self.note(tick)  # a write since the last step is a version too (the youngest)
+        if writeback is None:
+            return KEPT
+        old = [v for t, v in self.versions if t <= tick - writeback]
+        survivor = old[-1] if old else (None,) * len(FILES)
+        if survivor == self.versions[-1][1]:
+            return KEPT
+        remove(self.store)
+        for name, content in zip(FILES, survivor):
+            if content is not None:
+                (self.store / name).write_bytes(content)
+        self.versions.append((tick, survivor))
+        return LOST if all(c is None for c in survivor) else REVERTED
