@@ -120,13 +120,14 @@ def test_a_narrowed_offset_difference_is_caught_at_the_large_scale_only(monkeypa
         return mutant
 
     monkeypatch.setattr(ha, "maybe_expand_sync_state_set", compared)
-    assert guided(small, seed=0, budget=5).hit is None
+    # Step counts, not seconds: the same walks on a busy machine (the large scale's hit: step 246).
+    assert guided(small, seed=0, budget=600, max_steps=8000).hit is None
     assert len(calls) > 1000 and all(calls)
     monkeypatch.setattr(ha, "maybe_expand_sync_state_set", narrowed_expand)
-    hit = guided(scaled(small, "large"), seed=0, budget=30).hit
+    hit = guided(scaled(small, "large"), seed=0, budget=600, max_steps=20_000).hit
     assert hit is not None and hit.invariant in ("I2", "I4"), hit
     monkeypatch.undo()
-    assert guided(scaled(small, "large"), seed=0, budget=5).hit is None
+    assert guided(scaled(small, "large"), seed=0, budget=600, max_steps=8000).hit is None
 
 
 @pytest.mark.heavy
@@ -150,7 +151,7 @@ def test_the_large_scale_shows_the_snapshot_election_comparator(monkeypatch):
         return faithful(items, order)
 
     monkeypatch.setattr(elect, "tree_set_first", compared)
-    guided(configs.load("durable3"), seed=0, budget=5, invariants={"I7"})
+    guided(configs.load("durable3"), seed=0, budget=600, max_steps=8000, invariants={"I7"})
     assert len(elections) > 100 and all(elections)
 
 

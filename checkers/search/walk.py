@@ -192,6 +192,7 @@ def _guided_search(
     hop: int,
     progress: Callable[[int, int, float], None] | None = None,
     on_step: Callable[[Any, Any, Any], None] | None = None,
+    max_steps: int | None = None,
 ) -> _Run:
     rng = random.Random(seed)
     corpus: list[tuple[tuple, Any]] = [((), s0)]
@@ -199,7 +200,7 @@ def _guided_search(
     start = time.perf_counter()
     next_report = start + 1.0
     rounds = steps = 0
-    while time.perf_counter() - start < budget:
+    while time.perf_counter() - start < budget and (max_steps is None or steps < max_steps):
         prefix, s = corpus[rng.randrange(len(corpus))]
         actions = list(prefix)
         rounds += 1
@@ -234,9 +235,11 @@ def guided(
     invariants: Iterable[str] | None = None,
     hop: int = GUIDED_HOP,
     progress: Callable[[int, int, float], None] | None = None,
+    max_steps: int | None = None,
 ) -> WalkResult:
     """Coverage-guided walks of controller mode (see the module docstring); the violating
-    round's actions, from the initial state, delta-debugged."""
+    round's actions, from the initial state, delta-debugged. `max_steps` ends the walks after
+    that many steps whatever the time (a seeded run then does the same on any machine)."""
     ids = frozenset(BY_ID if invariants is None else invariants)
     coverage = Coverage(cfg)
 
@@ -251,7 +254,7 @@ def guided(
         hit = WalkHit(first[0].invariant, first[0].message, 0, (), ())
         return WalkResult(0, 0, time.perf_counter() - start, hit, coverage, 1)
     r = _guided_search(s0, lambda s: successors(s, cfg), violation_of, controller_key,
-                       seed, budget, hop, progress, coverage.record)
+                       seed, budget, hop, progress, coverage.record, max_steps)
     hit = None
     if r.violation is not None:
         inv, message = r.violation
