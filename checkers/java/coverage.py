@@ -91,6 +91,8 @@ def agent_flags(exec_file: Path, cache: Path = build.BUILD) -> tuple[str, ...]:
 def _analyzer(cache: Path = build.BUILD) -> Path:
     """RmqcheckCoverage, compiled once against Debian's JaCoCo."""
     classes = cache / "coverage-analyzer"
+    if not ANALYZER.exists():
+        raise build.BuildError(f"{ANALYZER}: missing (rmqcheck's own Java sources were not installed)")
     if not (classes / "RmqcheckCoverage.class").exists() or \
             (classes / "RmqcheckCoverage.class").stat().st_mtime < ANALYZER.stat().st_mtime:
         classes.mkdir(parents=True, exist_ok=True)
