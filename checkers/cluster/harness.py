@@ -51,6 +51,7 @@ class ClusterConfig(NamedTuple):
     not_catchup_ms: int = 2000
     ha_heartbeat_ms: int = 100
     ha_housekeeping_ms: int = 60_000
+    ha_batch_bytes: int = 32 * 1024  # haTransferBatchSize (RocketMQ's default; replay --cluster: small)
     # Controller ticks after which a version of the epoch files survives a power loss
     # (epochfiles.py); None: every version does (the model's assumption: replay --cluster).
     epoch_file_writeback: int | None = 1
@@ -378,7 +379,8 @@ class Cluster:
                           in_sync_replicas=cfg.in_sync_replicas, min_in_sync_replicas=cfg.min_in_sync_replicas,
                           async_learner=b in cfg.async_learners, brokers=cfg.brokers, ha_port=0,
                           ha_heartbeat_ms=cfg.ha_heartbeat_ms, ha_housekeeping_ms=cfg.ha_housekeeping_ms,
-                          not_catchup_ms=cfg.not_catchup_ms, slave_timeout_ms=cfg.slave_timeout_ms)
+                          ha_batch_bytes=cfg.ha_batch_bytes, not_catchup_ms=cfg.not_catchup_ms,
+                          slave_timeout_ms=cfg.slave_timeout_ms)
         self.ha_ports[b] = reply["ha_port"]
 
     def crash(self, b: int) -> None:
@@ -407,11 +409,9 @@ class Cluster:
                                f"({reply.get('exception') or node.log_tail()})")
         for name, position in reply["flushed"].items():
             _drop_after(Path(name), int(position))
-        assert self.controller is not None
         return self.epoch_files[b].after_power_loss(self.controller.now, self.cfg.epoch_file_writeback)
 
     def _note_epoch_files(self) -> None:
-        assert self.controller is not None
         for files in self.epoch_files.values():
             files.note(self.controller.now)
 

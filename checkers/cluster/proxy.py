@@ -62,6 +62,14 @@ def frame_state(frame: bytes) -> int:
     return int.from_bytes(frame[:4], "big")
 
 
+def data_end(frame: bytes) -> int:
+    """Where a master-to-slave transfer frame's data ends in the commit log (its offset plus its
+    body's size); -1 for any other frame."""
+    if frame_state(frame) != TRANSFER or len(frame) < 16:
+        return -1
+    return int.from_bytes(frame[8:16], "big", signed=True) + int.from_bytes(frame[4:8], "big", signed=True)
+
+
 def carries_data(frame: bytes) -> bool:
     """A master-to-slave transfer frame with a body (messages), not a heartbeat."""
     return frame_state(frame) == TRANSFER and int.from_bytes(frame[4:8], "big", signed=True) > 0

@@ -29,13 +29,12 @@ from rmqcheck.model.world import PENDING, State
 
 from . import epochfiles
 from .harness import DELIVER, DROP, LOSE_ANSWER, Cluster, ClusterConfig
-from .proxy import CUT, HANDSHAKE, TRANSFER, carries_data, frame_state
+from .proxy import CUT
+from .stepping import (DRIVEN, FRAME_WAIT, NOT_DRIVABLE, OWN, REPLAY_BATCH_BYTES, conn_reset, ha_close_lingering,
+                       ha_connect, ha_linger, ha_read_ack, ha_slave_ack, ha_transfer)
 from .run import DEFINITE_FAILURES, History, openchaos_result
 from .views import code_violations, cluster_view, differences, model_view, result_differences
 
-DRIVEN, OWN, NOT_DRIVABLE = "driven", "the code's own", "not drivable"
-FRAME_WAIT = 3.0  # seconds to wait for a frame the code sends on its own (an ack: every 100 ms)
-CONNECT_WAIT = 7.0  # an HA client whose connection closed tries again after 5 s
 
 
 class Row(NamedTuple):
@@ -147,119 +146,6 @@ def _fixed(kind: str, why: str) -> Step:
     def step(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
         return kind, why
     return step
-
-
-# --- HA: frames released one step at a time ------------------------------------------------------
-
-def _link_of(x: Context, slave: int, s: State):
-    """The stepping link from `slave` to the master the model connects it to (or names)."""
-    b = s.broker(slave)
-    master = b.client.master or b.master_id
-    return x.c.links.get((slave, master)) if master is not None else None
-
-
-def _client_state(x: Context, slave: int) -> str | None:
-    state = x.c.observe(slave)
-    return state.get("client") if state else None
-
-
-def _ha_connect(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
-    """`ha_connect`: the handshake's frames pass both ways until the slave's HA client is in
-    TRANSFER (the consistent point is found and the slave truncates to it)."""
-    slave = a[1]
-    link = _link_of(x, slave, after)
-    if link is None or not x.c.nodes[slave].alive:
-        return NOT_DRIVABLE, "the model's master for this slave is unknown to the cluster"
-    end = time.monotonic() + CONNECT_WAIT
-    released = 0
-    while time.monotonic() < end:
-        for to_master in (True, False):
-            frames = link.held(to_master)
-            n = next((i for i, f in enumerate(frames) if frame_state(f) != HANDSHAKE), len(frames))
-            released += link.release(to_master, n)
-        if _client_state(x, slave) == "TRANSFER" and not any(
-                frame_state(f) == HANDSHAKE for d in (True, False) for f in link.held(d)):
-            return DRIVEN, f"handshake through {link.name}: {released} frames"
-        time.sleep(0.05)
-    return DRIVEN, f"handshake through {link.name}: {released} frames, the client is {_client_state(x, slave)}"
-
-
-def _ha_transfer(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
-    """`ha_transfer`: the master's frames up to and including the first that carries messages,
-    waited for when the model's transfer carries some (the master's transfer thread wakes on its
-    own), or one heartbeat when it does not."""
-    slave = a[1]
-    link = _link_of(x, slave, before)
-    if link is None:
-        return NOT_DRIVABLE, "no link to the slave's master"
-    data_in_model = cl.max_phy(after.broker(slave).log) > cl.max_phy(before.broker(slave).log)
-    end = time.monotonic() + FRAME_WAIT
-    while True:
-        frames = link.held(to_master=False)
-        if not data_in_model or any(carries_data(f) for f in frames) or time.monotonic() > end:
-            break
-        time.sleep(0.02)
-    n = next((i + 1 for i, f in enumerate(frames) if carries_data(f)), min(1, len(frames))) if data_in_model \
-        else min(1, len(frames))
-    link.release(False, n)
-    data = sum(1 for f in frames[:n] if carries_data(f))
-    return DRIVEN, f"{n} frames to broker {a[1]} ({data} with messages)"
-
-
-def _ha_slave_ack(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
-    """`ha_slave_ack`: the slave's next ack (its current offset, sent every heartbeat interval)
-    is written; it stays held until `ha_read_ack`."""
-    link = _link_of(x, a[1], before)
-    if link is None:
-        return NOT_DRIVABLE, "no link to the slave's master"
-    count = len(link.held(to_master=True))
-    end = time.monotonic() + FRAME_WAIT
-    while len(link.held(to_master=True)) <= count and time.monotonic() < end:
-        time.sleep(0.02)
-    x.ack_marks[a[1]] = len(link.held(to_master=True))
-    return DRIVEN, f"broker {a[1]} wrote an ack ({x.ack_marks[a[1]]} held)"
-
-
-def _ha_read_ack(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
-    """`ha_read_ack`: the master reads the ack `ha_slave_ack` marked; older ones held are dropped,
-    as the model's acks coalesce (each the code read would propose the same expansion again)."""
-    link = _link_of(x, a[1], before)
-    if link is None:
-        return NOT_DRIVABLE, "no link to the slave's master"
-    held = link.held(to_master=True)
-    n = x.ack_marks.pop(a[1], len(held))
-    acks = [i for i, f in enumerate(held[:n]) if frame_state(f) == TRANSFER]
-    link.drop_held(True, set(acks[:-1]))
-    link.release(True, n - len(acks[:-1]))
-    return DRIVEN, f"the master read broker {a[1]}'s ack {int.from_bytes(held[acks[-1]][4:12], 'big')}" if acks \
-        else "no ack held"
-
-
-def _conn_reset(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
-    """`conn_reset`: the slave's connection is closed (the link cut, then stepping again)."""
-    link = _link_of(x, a[1], before)
-    if link is None:
-        return NOT_DRIVABLE, "no link to the slave's master"
-    link.set_mode(CUT)
-    link.set_mode(x.c.link_mode)
-    return DRIVEN, f"{link.name} reset"
-
-
-def _ha_linger(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
-    """`ha_linger`: the proxy closes the slave's end of its connection (the slave connects again
-    by itself) and keeps the master's end open and silent, so the master keeps it in its list."""
-    link = _link_of(x, a[1], before)
-    done = link is not None and link.linger()
-    return (DRIVEN, f"{link.name}: the slave's end closed, the master's kept") if done else \
-        (NOT_DRIVABLE, "no connection of the slave's to linger")
-
-
-def _ha_close_lingering(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
-    """`ha_close_lingering`: the proxy closes the master's end; the master's read loop sees the
-    end of the stream and removes the connection."""
-    closed = sum(link.close_lingering() for (slave, _), link in x.c.links.items() if slave == a[1])
-    return (DRIVEN, f"the master's end of broker {a[1]}'s lingering connection closed") if closed else \
-        (NOT_DRIVABLE, f"no lingering connection of broker {a[1]}'s")
 
 
 # --- ReplicasManager and the controller -----------------------------------------------------------
@@ -395,10 +281,10 @@ STEPS: dict[str, Step] = {
     "put_timeout": _put_done(("FLUSH_SLAVE_TIMEOUT",)),
     "dispatch": _fixed(OWN, "ReputMessageService dispatches by itself"),
     "flush": _fixed(OWN, "the flush service flushes by itself"),
-    "ha_connect": _ha_connect,
-    "ha_transfer": _ha_transfer,
-    "ha_slave_ack": _ha_slave_ack,
-    "ha_read_ack": _ha_read_ack,
+    "ha_connect": ha_connect,
+    "ha_transfer": ha_transfer,
+    "ha_slave_ack": ha_slave_ack,
+    "ha_read_ack": ha_read_ack,
     "ha_timeout": _fixed(OWN, "a cut link closes the connection at once"),
     "check_sss": _task("check_sss"),
     "alter_sss": _alter_sss(DELIVER),
@@ -414,9 +300,9 @@ STEPS: dict[str, Step] = {
     "restart": _restart,
     "heal": _heal,
     "crash": _crash,
-    "conn_reset": _conn_reset,
-    "ha_linger": _ha_linger,
-    "ha_close_lingering": _ha_close_lingering,
+    "conn_reset": conn_reset,
+    "ha_linger": ha_linger,
+    "ha_close_lingering": ha_close_lingering,
     "partition": _partition,
     "hb_timeout": _hb_timeout,
     "admin_elect": _admin_elect,
@@ -448,7 +334,8 @@ def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, s
             x.on_event(kind, body)
 
     # Puts time out by model steps; a power loss keeps the epoch files, as the model's does.
-    ccfg = ClusterConfig.from_model(cfg)._replace(slave_timeout_ms=600_000, epoch_file_writeback=None)
+    ccfg = ClusterConfig.from_model(cfg)._replace(slave_timeout_ms=600_000, epoch_file_writeback=None,
+                                                  ha_batch_bytes=REPLAY_BATCH_BYTES)
     try:
         with Cluster(ccfg, folder, src, on_event, stepping=True) as c:
             x = Context(c, history, cfg)

@@ -262,6 +262,7 @@ public final class RmqcheckBroker {
         storeConfig.setHaListenPort((int) Json.longOf(req, "ha_port"));
         storeConfig.setHaSendHeartbeatInterval((int) Json.longOf(req, "ha_heartbeat_ms"));
         storeConfig.setHaHousekeepingInterval((int) Json.longOf(req, "ha_housekeeping_ms"));
+        storeConfig.setHaTransferBatchSize((int) Json.longOf(req, "ha_batch_bytes"));
         storeConfig.setHaMaxTimeSlaveNotCatchup(Json.longOf(req, "not_catchup_ms"));
         storeConfig.setSlaveTimeout((int) Json.longOf(req, "slave_timeout_ms"));
         storeConfig.setBrokerRole(BrokerRole.SLAVE); // ReplicasManager sets the role the controller gives
