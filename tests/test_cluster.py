@@ -568,3 +568,29 @@ def test_a_power_loss_keeps_the_epoch_files_the_file_system_had_written_back(tmp
     (fresh / "epochFileCheckpoint").write_bytes(b"1\n0\n1-0\n")
     assert epochfiles.PageCache(fresh).after_power_loss(2, writeback=1) == "lost"  # never written back
     assert not (fresh / "epochFileCheckpoint").exists()
+
+@needs_rocketmq
+@pytest.mark.heavy
+def test_replay_of_a_cluster_run_s_violation_file_runs_it_again_and_explains_it(tmp_path, capsys):
+    """README, Real runs: `rmqcheck replay run-N/violation.json` reruns the run (same
+    configuration, seed and schedule) on the cluster, and the model explains what it breaks:
+    durable's seed 7, a master losing power and restarting before the controller notices."""
+    from rmqcheck.model import configs
+
+    file = tmp_path / "violation.json"
+    file.write_text(json.dumps({"kind": "rmqcheck cluster run", "config": configs.to_dict(configs.load("durable")),
+                                "seed": 7, "steps": 30, "faults": 3, "violations": [
+                                    {"check": "epoch_agreement", "subject": "replicas broker-1 broker-2"}]}))
+    assert main(["replay", str(file), "--keep", str(tmp_path / "kept")]) == 0
+    text = capsys.readouterr().out.replace("\n", " ")
+    assert "epoch_agreement (snapshot defect, seen again)" in text and "epoch_reapply_moves_start" in text, text
+    assert "the model follows the rerun to its end" in text and (tmp_path / "kept" / "run-7" / "steps.jsonl").exists()
+
+
+def test_a_cluster_run_file_that_is_wrong_is_one_clear_error(tmp_path, capsys):
+    bad = tmp_path / "violation.json"
+    bad.write_text(json.dumps({"kind": "rmqcheck cluster run", "config": {"brokers": 2}, "seed": 1, "steps": 0,
+                               "faults": 3}))
+    assert main(["replay", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: steps must be an integer of at least 1, got 0" in err and "Traceback" not in err

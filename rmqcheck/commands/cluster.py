@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -193,10 +194,13 @@ def _reclassed(violations, cfg, seed, folder, args, src, seen_again, not_seen):
     return [(c, now(c, kind, subject), subject, detail) for c, kind, subject, detail in violations]
 
 
+RUN_FILE = "rmqcheck cluster run"  # violation.json's kind: `rmqcheck replay` reruns it
+
+
 def _write_violation(r, violations, args, cfg) -> None:
     """What reruns the run: its configuration and schedule (the seed), beside the run's files."""
     (r.folder / "violation.json").write_text(json.dumps({
-        "kind": "rmqcheck cluster run", "config": configs.to_dict(cfg), "seed": r.seed, "steps": args.steps,
+        "kind": RUN_FILE, "config": configs.to_dict(cfg), "seed": r.seed, "steps": args.steps,
         "faults": args.faults, "violations": [dict(zip(("check", "kind", "subject", "detail"), v)) for v in violations],
     }, indent=1) + "\n")
 
@@ -213,3 +217,50 @@ def _result(args, r, found, bad) -> None:
                          invariant=c, file=folder, seconds=r.seconds, notes=notes)
     else:
         args.results.add("cluster", name, seconds=r.seconds, notes=notes)
+
+
+def is_run_file(path: str) -> bool:
+    """A violation.json that `rmqcheck cluster` wrote."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("kind") == RUN_FILE
+
+
+def rerun(args) -> int:
+    """`rmqcheck replay run-N/violation.json`: the run again on the cluster (same configuration,
+    seed and schedule), each violation explained by the model's path of the rerun; exit 1 when
+    one is unexplained (or the model cannot follow it), 0 otherwise, 2 for a bad file."""
+    data = json.loads(Path(args.file).read_text())
+    cfg = configs.from_dict(data.get("config"), f"{args.file}: config")
+    for key, least in (("seed", None), ("steps", 1), ("faults", 0)):
+        v = data.get(key)
+        if not isinstance(v, int) or isinstance(v, bool) or (least is not None and v < least):
+            at_least = "" if least is None else f" of at least {least}"
+            raise UsageError(f"{args.file}: {key} must be an integer{at_least}, got {v!r}")
+    if args.keep:
+        check_folder(args.keep, "--keep", args.force)
+    with tempfile.TemporaryDirectory(prefix="rmqcheck-rerun-") as scratch, \
+            output_folder(args.keep or str(Path(scratch) / "run"), "rmqcheck replay") as folder:
+        try:
+            r = run_once(cfg, data["seed"], folder / f"run-{data['seed']}", data["steps"], data["faults"],
+                         args.rocketmq_src)
+            found = [v for v in check_run(r.folder, cfg) if v[1] != "reported"]
+            stopped = follow.follow(cfg, follow.read_steps(r.folder)).stopped
+        except (BuildError, DriverError) as exc:
+            raise UsageError(f"the cluster could not start: {exc}") from None
+        except (ClusterError, NodeError, OSError) as exc:
+            raise UsageError(f"the harness failed: {exc}") from None
+    before = {(v.get("check"), v.get("subject")) for v in data.get("violations") or [] if isinstance(v, dict)}
+    for c, kind, subject, detail in found:
+        again = "seen again" if (c, subject) in before else "new in this run"
+        out.print(f"{c} ({kind}, {again}) {subject}: {detail}")
+    out.print(f"the model follows the rerun to its end ({r.steps} operations)" if stopped is None else
+              f"the model cannot follow the rerun: step {stopped.step} ({stopped.op}): {stopped.why}")
+    bad = [v for v in found if v[1] == "unexplained"]
+    if bad:
+        out.print(f"[bold red]{len(bad)} violations the configuration does not explain[/]")
+        return 1
+    out.print("[green]every violation of the rerun is explained[/]" if found else "[green]no violation this time[/]")
+    return 0

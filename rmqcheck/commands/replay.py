@@ -21,6 +21,7 @@ from pathlib import Path
 
 from rmqcheck.outputs import check_folder, output_folder
 
+from . import cluster as cluster_command
 from .common import Drivers, UsageError, add_source_argument, out
 
 NAME = "replay"
@@ -53,6 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    if cluster_command.is_run_file(args.file):  # a `rmqcheck cluster` run's violation.json: run it again
+        return cluster_command.rerun(args)
     if args.keep and not args.cluster:
         raise UsageError("--keep: only with --cluster")
     if args.cluster:
