@@ -223,7 +223,7 @@ def is_run_file(path: str) -> bool:
     """A violation.json that `rmqcheck cluster` wrote."""
     try:
         data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # not one: the counterexample reader says what is wrong
         return False
     return isinstance(data, dict) and data.get("kind") == RUN_FILE
 
