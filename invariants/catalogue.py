@@ -266,14 +266,14 @@ def i5_epoch_log_matching(s: State, cfg: Config) -> list[str]:
         if not m.up:
             continue
         for o in cl.offsets(b.log, max_phy(m)):
-            eb, em = _attributed(b.epochs.entries, o), _attributed(m.epochs.entries, o)
+            eb, em = attributed(b.epochs.entries, o), attributed(m.epochs.entries, o)
             if eb is not None and em is not None and eb != em:
                 out.append(f"slave {b.id} attributes offset {o} to epoch {eb}, its master {m.id} to epoch {em}")
                 break
     return out
 
 
-def _attributed(entries: tuple[ef.Entry, ...], offset: int) -> int | None:
+def attributed(entries: tuple[ef.Entry, ...], offset: int) -> int | None:
     """The epoch an epoch list attributes an offset to: the last entry starting at or before it
     (what the list means once a stale last end (Q1) is repaired by the next append or reload)."""
     epoch = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rmqcheck.invariants.catalogue import attributed
 from rmqcheck.model import commitlog as cl
 from rmqcheck.model.broker import MASTER, get_confirm_offset
 from rmqcheck.model.config import Config
@@ -176,12 +177,8 @@ def _log_matching(states: dict[int, dict[str, Any] | None]) -> list[tuple[str, s
 
 
 def _epoch_at(st: dict[str, Any], offset: int) -> int | None:
-    """The epoch a replica's entries attribute `offset` to (the last entry starting at or before it)."""
-    found = None
-    for e in st.get("epochs", []):
-        if int(e[1]) <= offset:
-            found = int(e[0])
-    return found
+    """The epoch a replica's entries attribute `offset` to (invariants.catalogue.attributed)."""
+    return attributed(tuple((int(e[0]), int(e[1])) for e in st.get("epochs", [])), offset)
 
 
 def _attribution(states: dict[int, dict[str, Any] | None]) -> list[tuple[str, str]]:
