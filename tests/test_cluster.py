@@ -442,7 +442,7 @@ def test_the_readme_says_what_each_finding_does_on_the_running_code(name, capsys
 # README, Real runs: what the schedules do not reach yet (strict: catching one fails the test, so
 # the README is brought up to date).
 NOT_CAUGHT_YET = {
-    "sss_expand_answer_lost": "needs a shrink, then a re-expansion whose answer is lost: 8 runs in 1,216 s did not",
+    "sss_expand_answer_lost": "needs a shrink, then a re-expansion whose answer is lost: 8 runs (1,154-1,216 s) did not",
 }
 
 
@@ -450,12 +450,13 @@ NOT_CAUGHT_YET = {
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=NOT_CAUGHT_YET[n], strict=True))
                                   if n in NOT_CAUGHT_YET else n for n in sorted(historical.BUGS)])
-def test_a_historical_bug_put_back_is_caught_by_cluster_runs_within_ten_minutes(name, tmp_path, capsys):
+def test_a_historical_bug_put_back_is_caught_by_cluster_runs_within_eight_runs(name, tmp_path, capsys):
     """README, Real runs: each historical bug put back into the tree (checkers/cluster/historical.py)
     makes `rmqcheck cluster` end with a violation that the unchanged tree, run with the same seed,
-    does not show, within a 600 s budget."""
+    does not show, within eight runs (a count, not the README's 600 s, so that the verdict does
+    not hang on the machine's load: A2 was caught in its 6th run, A3 its 3rd, both under 600 s)."""
     bug = historical.BUGS[name]
-    code = main(["cluster", "--config", bug.config, "--rocketmq-src", str(historical.tree(name)), "--budget", "600",
+    code = main(["cluster", "--config", bug.config, "--rocketmq-src", str(historical.tree(name)), "--runs", "8",
                  "--baseline", str(build.locate(None)), "--stop-at-unexplained", "--out", str(tmp_path / "runs")])
     text = capsys.readouterr().out
     assert code == 1 and "the configuration does not explain" in text, text[-2000:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -116,11 +117,29 @@ def test_explore_hunts_are_no_longer_than_the_stateful_checkers(toggle):
 
     cfg = configs.exposing(frozenset({toggle}))
     targets = expected_ids(cfg)
-    found, tried = explore.hunt(cfg, targets, 60)
-    stateful, _ = find(cfg, targets, 60, 0)
+    # Work, not seconds, so a busy machine gives the same verdict: both are found in their first
+    # turns (about 1 s of a 60 s budget).
+    found, tried = explore.hunt(cfg, targets, math.inf, states=300_000)
+    stateful, _ = find(cfg, targets, math.inf, 0, max_batches=4)
     assert found is not None and stateful is not None
     assert len(found.hit.actions) <= len(stateful.counterexample.actions)
     assert reproduces(found.cfg, found.hit.actions, found.hit.invariant) is not None
+
+
+def test_hunts_budgeted_in_work_stop_after_that_work():
+    """`explore.hunt(states=)` and `stateful.hunt(max_batches=)`: a count, not the clock."""
+    from rmqcheck.checkers.search.stateful import hunt as stateful_hunt
+
+    cfg = TINY._replace(bugs=frozenset())
+    def seen(states):
+        found, tried = explore.hunt(cfg, ["I1"], math.inf, states=states)
+        assert found is None
+        return [(r.states, r.transitions) for *_, r in tried]
+
+    assert seen(3) == seen(3) != seen(30)  # the same work each time, whatever the clock says
+    assert sum(s for s, _ in seen(3)) < 30
+    result = stateful_hunt(cfg, ["I1"], math.inf, seed=0, max_batches=1)
+    assert result.violation is None and result.batches == 1
 
 
 @pytest.mark.heavy

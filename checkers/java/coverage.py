@@ -2,10 +2,10 @@
 
 Debian's JaCoCo (libjacoco-java 0.8.6, with Debian's ASM 9.4) reads Java 17 class files, but its
 ASM 8 visitors refuse the PermittedSubclasses attribute that javac 17 writes for an enum with
-constant bodies (tried: "PermittedSubclasses requires ASM9"), so coverage runs drivers compiled
-for Java 11 from the same sources (`build.for_coverage`). Its agent jar has no
-`Premain-Class`, so a two-line agent jar is written beside the build cache, naming the agent's
-classes and ASM on its `Class-Path`. Each driver JVM writes its execution data when it exits;
+constant bodies (tried: "PermittedSubclasses requires ASM9"), so the conformance drivers are
+compiled for Java 11 (`build.CORE`, `build.HA`): coverage measures the build `conform` runs.
+Its agent jar has no `Premain-Class`, so a two-line agent jar is written beside the build cache,
+naming the agent's classes and ASM on its `Class-Path`. Each driver JVM writes its execution data when it exits;
 `RmqcheckCoverage` (java/coverage/) reads it with JaCoCo's analyzer and prints each method of
 every RocketMQ class that ran: its branches covered and missed, and the lines that hold them.
 """

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
 from collections import deque
 
 import time
@@ -351,11 +352,13 @@ class Explorer:
         label: Callable[[State], object] | None = None,
         progress: Callable[[Progress], None] | None = None,
         progress_every: float = 1.0,
+        states: int | None = None,
     ) -> Result:
-        """Explore until the space is exhausted, `budget` seconds pass, or an invariant in
-        `stop_on` is violated. With `label`, keep the graph (small configurations only)."""
+        """Explore until the space is exhausted, `budget` seconds pass (or `states` states are
+        expanded), or an invariant in `stop_on` is violated. With `label`, keep the graph (small
+        configurations only)."""
         search = self.search(stop_on, label)
-        return advance(search, budget, progress, progress_every) or stop(search)
+        return advance(search, budget, progress, progress_every, states) or stop(search)
 
     def search(
         self, stop_on: Iterable[str] = (), label: Callable[[State], object] | None = None
@@ -471,19 +474,23 @@ def advance(
     seconds: float | None,
     progress: Callable[[Progress], None] | None = None,
     progress_every: float = 1.0,
+    states: int | None = None,
 ) -> Result | None:
-    """Run `search` for about `seconds` more (None: to its end). Its Result if it ended."""
+    """Run `search` for about `seconds` more, or exactly `states` more expanded states (None:
+    to its end). Its Result if it ended."""
     now = time.perf_counter()
     end = None if seconds is None else now + seconds
     next_report = now + progress_every
+    left = math.inf if states is None else states
     try:
         while True:
             p = next(search)
+            left -= 1
             now = time.perf_counter()
             if progress is not None and now >= next_report:
                 next_report = now + progress_every
                 progress(p)
-            if end is not None and now >= end:
+            if (end is not None and now >= end) or left <= 0:
                 return None
     except StopIteration as done:
         return done.value
@@ -548,30 +555,40 @@ class ScopedHit(NamedTuple):
 
 
 SLICE = 1.0  # seconds a scope runs before the next one's turn in `hunt`
+SLICE_STATES = 5_000  # expanded states a turn when `hunt` counts states (about SLICE on this machine)
+MIN_WHOLE = 10.0  # seconds, or 10 * SLICE_STATES states, `_shorter_in_whole` gets at least
 
 
 def hunt(
-    cfg: Config, targets: Iterable[str], budget: float, progress: Callable[[str, Progress], None] | None = None
+    cfg: Config, targets: Iterable[str], budget: float, progress: Callable[[str, Progress], None] | None = None,
+    states: int | None = None,
 ) -> tuple[ScopedHit | None, list[tuple[Config, Bounds, Result]]]:
     """Explore `scopes(cfg)` side by side, in turns of SLICE seconds, until one violates a
     target invariant or the budget ends. Sharing the time keeps a large scope that cannot finish
     from starving the one with the counterexample; a scope that is exhausted leaves its turns
-    to the others."""
+    to the others. With `states` the budget is that many expanded states, in turns of
+    SLICE_STATES, and the clock is not looked at: the same hunt on any machine under any load."""
     targets = frozenset(targets)
     start = time.perf_counter()
+    spent = 0  # expanded states, when counting them
     plan = scopes(cfg)
     searches = [Explorer(scope, bounds, targets).search(stop_on=targets) for scope, bounds in plan]
     turns = deque(range(len(plan)))
     ended: dict[int, Result] = {}
     found: ScopedHit | None = None
     while turns and found is None:
-        left = budget - (time.perf_counter() - start)
+        left = budget - (time.perf_counter() - start) if states is None else states - spent
         if left <= 0:
             break
         i = turns.popleft()
         label = describe_scope(*plan[i])
         report = None if progress is None else lambda p: progress(label, p)
-        result = advance(searches[i], min(SLICE, left), report, SLICE / 2)
+        if states is None:
+            result = advance(searches[i], min(SLICE, left), report, SLICE / 2)
+        else:
+            turn = min(SLICE_STATES, left)
+            spent += turn
+            result = advance(searches[i], None, report, SLICE / 2, turn)
         if result is None:
             turns.append(i)
             continue
@@ -583,18 +600,22 @@ def hunt(
         ended[i] = stop(searches[i])
     tried = [(*plan[i], ended[i]) for i in sorted(ended)]
     if found is not None and (found.cfg, found.bounds) != plan[-1]:
-        found = _shorter_in_whole(found, plan[-1], targets, budget - (time.perf_counter() - start), tried)
+        if states is None:
+            left = budget - (time.perf_counter() - start)
+            whole = dict(budget=min(left, max(sum(r.seconds for _, _, r in tried), MIN_WHOLE)))
+        else:
+            whole = dict(states=min(states - spent, max(spent, int(MIN_WHOLE) * SLICE_STATES)))
+        found = _shorter_in_whole(found, plan[-1], targets, whole, tried)
     return found, tried
 
 
-def _shorter_in_whole(found: ScopedHit, whole: tuple[Config, Bounds], targets: frozenset[str], left: float,
+def _shorter_in_whole(found: ScopedHit, whole: tuple[Config, Bounds], targets: frozenset[str], budget: dict,
                       tried: list) -> ScopedHit:
     """A small scope's counterexample is shortest within that scope only: a fault it leaves out
     may give a shorter one. Explore the whole configuration up to one step less, for at most as
-    long as finding took (10 s at least), and keep what it finds."""
-    spent = sum(r.seconds for _, _, r in tried)
+    long as finding took (MIN_WHOLE at least), and keep what it finds."""
     scope, bounds = whole[0], whole[1]._replace(max_depth=len(found.hit.actions) - 1)
-    result = Explorer(scope, bounds, targets).run(min(left, max(spent, 10.0)), stop_on=targets)
+    result = Explorer(scope, bounds, targets).run(stop_on=targets, **budget)
     tried.append((scope, bounds, result))
     hit = next((h for h in result.hits.values() if h.invariant in targets), None)
     return found if hit is None else ScopedHit(scope, bounds, hit, result)

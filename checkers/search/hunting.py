@@ -68,9 +68,9 @@ def explain(
 
 def find(
     cfg: Config, targets: Iterable[str], budget: float, seed: int = 0, profile: str = "deep", on_batch=None,
-    deadline: float | None = None,
+    deadline: float | None = None, max_batches: int | None = None,
 ) -> tuple[Finding | None, HuntResult]:
-    result = hunt(cfg, targets, budget, seed, profile, on_batch, deadline)
+    result = hunt(cfg, targets, budget, seed, profile, on_batch, deadline, max_batches)
     if result.violation is None:
         return None, result
     v = result.violation

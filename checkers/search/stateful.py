@@ -10,6 +10,7 @@ configuration and bug toggle.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Iterable
 
@@ -188,17 +189,21 @@ class HuntResult:
 
 def hunt(
     cfg: Config, targets: Iterable[str], budget: float, seed: int = 0, profile: str = "deep", on_batch=None,
-    deadline: float | None = None,
+    deadline: float | None = None, max_batches: int | None = None,
 ) -> HuntResult:
     """Run seeded Hypothesis batches (seed, seed+1, ...) of growing run length until one fails
     or the budget is spent. No batch starts after the budget; the one running when it ends goes
     on until `deadline` (a time.perf_counter() value; default the budget's end) and is cut there,
     so a portfolio's short slice may finish its batch in the time the portfolio has left but
-    never runs past it."""
+    never runs past it. With `max_batches` the budget is that many whole batches and the clock
+    is not looked at: the same hunt on any machine under any load."""
     targets = frozenset(targets)
     stats = Stats()
     start = time.perf_counter()
-    deadline = start + budget if deadline is None else deadline
+    if max_batches is not None:
+        budget, deadline = math.inf, None
+    else:
+        deadline = start + budget if deadline is None else deadline
     batch = 0
     while True:
         batch_seed = seed + batch
@@ -211,5 +216,5 @@ def hunt(
             on_batch(batch, stats, elapsed)
         if found is not None:
             return HuntResult(found, batch_seed, elapsed, stats, batch)
-        if elapsed >= budget:
+        if elapsed >= budget or batch == max_batches:
             return HuntResult(None, None, elapsed, stats, batch)

@@ -344,15 +344,15 @@ class Drivers:
     (the broker's HA service; `ha` None and `ha_missing` saying why when it does not)."""
 
     def __init__(self, src: str | None, ha: bool = True, coverage: Path | None = None) -> None:
-        """With `coverage` (a folder), the drivers are the coverage builds and record what of
-        RocketMQ's classes ran into it (checkers/java/coverage.py)."""
+        """With `coverage` (a folder), the drivers record what of RocketMQ's classes ran into it
+        (checkers/java/coverage.py)."""
         from rmqcheck.checkers.java import build, coverage as cov
         from rmqcheck.checkers.java.driver import JavaDriver
 
         def driver(tree, target, name):
+            cp = build.build(tree, target=target)
             if coverage is None:
-                return JavaDriver(build.build(tree, target=target))
-            cp = build.build(tree, target=build.for_coverage(target))
+                return JavaDriver(cp)
             self.builds.append((cp.classes, coverage / f"{name}.exec"))
             return JavaDriver(cp._replace(jvm_flags=cp.jvm_flags + cov.agent_flags(coverage / f"{name}.exec")))
 

@@ -52,9 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "draws shrunk by Hypothesis")
     p.add_argument("--out", default="counterexamples/conform", help="directory for the divergence's scenario file")
     p.add_argument("--coverage", metavar="OUT",
-                   help="measure the branch coverage of RocketMQ's loaded classes (JaCoCo; the drivers compiled for "
-                        "Java 11) and write it to OUT as JSON: per class and method, branches covered and missed, "
-                        "with the lines of the missed ones")
+                   help="measure the branch coverage of RocketMQ's loaded classes (JaCoCo) and write it to OUT as "
+                        "JSON: per class and method, branches covered and missed, with the lines of the missed ones")
     rec = p.add_argument_group("recording (--record DIR)")
     rec.add_argument("--record", metavar="DIR",
                      help="record walks of the model, every controller and epoch-cache call answered by RocketMQ's "
