@@ -456,6 +456,26 @@ def i10_write_authority(pre: State, action: Action, post: State, cfg: Config) ->
     return []
 
 
+# --- I12 -------------------------------------------------------------------------------------
+
+
+def i12_write_availability(pre: State, action: Action, post: State, cfg: Config) -> list[str]:
+    """No timing assumption: judged at the step that fails a put, on what the master had read.
+    Without it a model in which every allAck put times out passes every safety check."""
+    if action[0] != "put_timeout":
+        return []
+    b = pre.broker(action[1])
+    p = next((x for x in b.puts if x.msg == action[2]), None)
+    if p is None or p.need_ack != -1:
+        return []
+    members = sync_state_set(b, cfg)
+    acked = {c.slave for c in b.conns if c.ack >= p.next_offset} | {b.id}
+    if not members <= acked:
+        return []
+    return [f"broker {b.id} failed msg {p.msg} (FLUSH_SLAVE_TIMEOUT) though every member of its SyncStateSet "
+            f"{sorted(members)} had acked up to its end, offset {p.next_offset}"]
+
+
 CATALOGUE: tuple[Invariant, ...] = (
     Invariant(
         "I1",
@@ -574,6 +594,15 @@ CATALOGUE: tuple[Invariant, ...] = (
         durable,
         DURABLE_WHEN,
         check=i11_no_skipped_message,
+    ),
+    Invariant(
+        "I12",
+        "write_availability",
+        "An allAck put is not failed once every member of the master's SyncStateSet has acked past "
+        "its end and the master has read those acks (GroupTransferService.doWaitTransfer).",
+        _always,
+        "always",
+        check_step=i12_write_availability,
     ),
 )
 

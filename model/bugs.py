@@ -351,7 +351,7 @@ TOGGLES: tuple[Toggle, ...] = (
         "acks_counted_per_connection",
         "finding",
         "found by rmqcheck (issue 27, the master's connection list modelled): GroupTransferService.doWaitTransfer "
-        "counts acks per HAConnection (its own TODO, GroupTransferService.java:121: 'We must ensure every "
+        "counts acks per HAConnection (its own TODO, GroupTransferService.java:123: 'We must ensure every "
         "HAConnection represents a different slave'), and AutoSwitchHAService.connectionList keeps a slave's "
         "closed connection until its read loop notices",
         "The master keeps a slave's old connection beside its new one until the old one's read loop notices, "
@@ -437,6 +437,18 @@ TOGGLES: tuple[Toggle, ...] = (
         "send' heartbeats keep refreshing the member's caught-up time, so it is never shrunk out: "
         "replication never resumes. A liveness defect (L2); stateful hunts find no safety violation.",
         ("L2",),
+        {**_DURABLE, "brokers": 2, "max_messages": 1, "faults": _faults()},
+    ),
+    Toggle(
+        "transfer_ack_strictly_past",
+        "mutant",
+        "harness mutant (no known bug): an off-by-one in GroupTransferService.doWaitTransfer's ack "
+        "comparison (slaveAckOffset >= the request's nextOffset, GroupTransferService.java:111)",
+        "An allAck put counts a slave's ack only past the put's end. A slave acks its max offset, which "
+        "is the put's end when the put is the last message, so the put times out (FLUSH_SLAVE_TIMEOUT) "
+        "though every SyncStateSet member holds it: writes are unavailable, and no safety invariant "
+        "objects (I12 does).",
+        ("I12",),
         {**_DURABLE, "brokers": 2, "max_messages": 1, "faults": _faults()},
     ),
 )

@@ -250,13 +250,15 @@ def master_read_ack(m: Broker, slave: int, ack: int, now: int, cfg: Config) -> B
 def transfer_ok(m: Broker, put_next_offset: int, need_ack: int, cfg: Config) -> bool:
     """`GroupTransferService.doWaitTransfer` for one request (reference §2.8): the master plus
     the acks at or past the request's end. It counts connections, not replicas ("TODO: We must
-    ensure every HAConnection represents a different slave", GroupTransferService.java:121): a
+    ensure every HAConnection represents a different slave", GroupTransferService.java:123): a
     slave's lingering connection and its new one both count (`acks_counted_per_connection`)."""
     members = sync_state_set(m, cfg) if need_ack == -1 else None
     if members is not None and len(members) <= 1:
         return True
     # Without allAck every connection counts, learners and non-members too (reference §7.17).
-    acks = 1 + sum(1 for c in m.conns if (members is None or c.slave in members) and c.ack >= put_next_offset)
+    strict = cfg.has("transfer_ack_strictly_past")  # a harness mutant (model/bugs.py)
+    acks = 1 + sum(1 for c in m.conns if (members is None or c.slave in members)
+                   and (c.ack > put_next_offset if strict else c.ack >= put_next_offset))
     return acks >= (len(members) if members is not None else need_ack)
 
 
