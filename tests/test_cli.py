@@ -111,6 +111,13 @@ def test_check_reports_the_defaults_acked_loss_as_expected(tmp_path, capsys):
     assert any(n.startswith("I1 (expected, ") for n in default["notes"])  # not promised there: a note
     assert any(n.startswith("stateful ") for n in default["notes"])  # what each method of the portfolio ran
     assert "I1 (expected" in out  # C4: the defaults ack before replication
+    # In a log (no terminal): each stage's start and end with its verdict; why a violation is
+    # expected said once, in a legend, not in every cell.
+    for stage in ("hunt", "other modes", "conformance", "traces"):
+        assert f"stage {stage}: started" in out
+    assert "stage hunt: passed in " in out and "stage conformance: skipped in " in out
+    assert out.count("promised only with allAckInSyncStateSet=true, SYNC_FLUSH") == 1
+    assert "expected to hold only when" not in out
     assert "snapshot defect" in out  # the durable configuration hits a known snapshot defect
     assert list(tmp_path.glob("default-small-snapshot-I1.json")) and not list(tmp_path.glob("*-large-*.json"))
     assert "rmqcheck validate (local): 4,080 events in 40 runs" in out  # the trace stage
@@ -378,3 +385,25 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line():
 
     done = subprocess.run([sys.executable, "-c", INTERRUPT_ON_IMPORT], capture_output=True, text=True, timeout=120)
     assert done.returncode == 130 and done.stderr == "rmqcheck: interrupted\n", done.stderr[-2000:]
+
+
+def test_a_stage_in_a_log_says_it_still_runs_and_how_it_ended(capsys):
+    """issue 46: with no terminal, a line at least every HEARTBEAT seconds during a long stage."""
+    import time
+
+    from rmqcheck.commands.common import Bar, Stage
+
+    with Stage("hunt", every=0.05) as stage:
+        with Bar("durable/small", 1.0) as bar:
+            bar.update("stateful 3 batches")
+            time.sleep(0.3)
+        stage.verdict = "passed"
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "stage hunt: started" and lines[-1].startswith("stage hunt: passed in ")
+    assert "stage hunt: running, 0s: durable/small stateful 3 batches" in lines[1:-1]
+    try:
+        with Stage("traces"):
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    assert capsys.readouterr().out.splitlines()[-1].startswith("stage traces: interrupted in ")

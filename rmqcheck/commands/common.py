@@ -9,6 +9,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Sequence
@@ -88,10 +89,53 @@ def live() -> bool:
     return err.is_terminal and not os.environ.get("CI")
 
 
+HEARTBEAT = 30.0  # seconds between a stage's "still running" lines in a log
+
+
+class Stage:
+    """A stage of a long command, as a log shows it (no live progress bars: a pipe, a file, CI):
+    a line when it starts, one at least every HEARTBEAT seconds while it runs (with what the
+    stage's progress bar last said), and one when it ends, with its verdict and time. On a
+    terminal the bars say all this and the stage prints nothing."""
+
+    current: "Stage | None" = None  # the stage running, which Bar tells what it does
+
+    def __init__(self, name: str, every: float = HEARTBEAT) -> None:
+        self.name, self.every = name, every
+        self.verdict = "done"  # the body sets it: "passed", "failed: ...", "skipped: ..."
+        self.detail = ""
+        self.log = not live()
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, daemon=True)
+
+    def __enter__(self) -> "Stage":
+        self.start = time.perf_counter()
+        Stage.current = self
+        if self.log:
+            out.print(f"stage {self.name}: started")
+            self._ticker.start()
+        return self
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every):
+            detail = f": {self.detail}" if self.detail else ""
+            out.print(f"stage {self.name}: running, {time.perf_counter() - self.start:.0f}s{detail}")
+
+    def __exit__(self, kind, *exc) -> None:
+        Stage.current = None
+        if not self.log:
+            return
+        self._stop.set()
+        self._ticker.join()
+        verdict = ("interrupted" if kind is KeyboardInterrupt else f"error ({kind.__name__})") if kind else self.verdict
+        out.print(f"stage {self.name}: {verdict} in {time.perf_counter() - self.start:.0f}s")
+
+
 class Bar:
     """One progress bar on stderr (rich): what runs, how far, its rate, elapsed and remaining
     time. `total` counts seconds for a run its budget ends (`timed`), else units of work; None
-    when unknown. Nothing is shown when not `live()` or when `quiet`."""
+    when unknown. Nothing is shown when not `live()` or when `quiet`; in a Stage, what it shows
+    is what the stage's log lines say."""
 
     def __init__(self, label: str, total: float | None, timed: bool = True, quiet: bool = False) -> None:
         self.timed = timed
@@ -113,6 +157,8 @@ class Bar:
         if self.timed:
             completed = time.perf_counter() - self.start
         self.progress.update(self.task, advance=advance, completed=completed, description=description, detail=detail)
+        if Stage.current is not None:
+            Stage.current.detail = f"{description or self.progress.tasks[0].description} {detail}".strip()
 
     # The searches' progress callbacks.
     def stateful(self, batch, stats, elapsed) -> None:
