@@ -87,6 +87,42 @@ MUTANTS = {
         "for (HAConnection conn : new java.util.LinkedHashMap<Long, HAConnection>() {{ for (HAConnection c : "
         "haService.getConnectionList()) { put(((AutoSwitchHAConnection) c).getSlaveId(), c); } }}.values()) {\n"
         "                            final AutoSwitchHAConnection autoSwitchHAConnection"),
+    # The four below are in branches the generator reaches since the broker-set bring-up
+    # (requests._bring_up) and the moved / channel-less requests (issue 42).
+    # ReplicasInfoManager.java:163: every member of a new SyncStateSet must be a registered
+    # replica; without the check an id no broker applied for joins the set (a wrong broker's
+    # request) and could later be elected (I7, election eligibility).
+    "alter_sss_accepts_unknown_members": (
+        _C + "impl/manager/ReplicasInfoManager.java",
+        "if (!brokerReplicaInfo.isBrokerExist(replica)) {",
+        "if (false) {"),
+    # ReplicasInfoManager.java:169: every member must be alive; a dead replica in the set makes
+    # allAck puts wait for it and a later election pick it (I2, SyncStateSet safety).
+    "alter_sss_accepts_dead_members": (
+        _C + "impl/manager/ReplicasInfoManager.java",
+        "if (!brokerAlivePredicate.check(brokerReplicaInfo.getClusterName(), "
+        "brokerReplicaInfo.getBrokerName(), replica)) {",
+        "if (false) {"),
+    # ReplicasInfoManager.java:177: the master must stay in its own set (reference §3.3); a set
+    # without it lets an election pass over the replica that holds every acked message.
+    "alter_sss_may_drop_master": (
+        _C + "impl/manager/ReplicasInfoManager.java",
+        "if (!newSyncStateSet.contains(syncStateInfo.getMasterBrokerId())) {",
+        "if (false) {"),
+    # ReplicasInfoManager.java:352: registration reports the master only while it is alive;
+    # reporting a dead one sends a restarting broker to a master that cannot serve it.
+    "register_reports_dead_master": (
+        _C + "impl/manager/ReplicasInfoManager.java",
+        "if (syncStateInfo.isMasterExist() && alivePredicate.check(clusterName, brokerName, "
+        "syncStateInfo.getMasterBrokerId())) {",
+        "if (syncStateInfo.isMasterExist()) {"),
+    # DefaultBrokerHeartbeatManager.java:158: closing a channel the manager does not know (a
+    # broker before its first heartbeat) must forget nothing; removing unconditionally throws
+    # (ConcurrentHashMap.remove(null)) on the controller's channel-close path.
+    "channel_close_removes_unknown": (
+        _C + "impl/heartbeat/DefaultBrokerHeartbeatManager.java",
+        "if (addrInfo != null) {",
+        "if (true) {"),
 }
 HA_MUTANTS = {name for name, (rel, _, _) in MUTANTS.items() if not rel.startswith(_C) and rel != _E}
 

@@ -3,10 +3,12 @@ throughput (the default of `rmqcheck conform`, shrunk by delta debugging), or Hy
 (shrunk by Hypothesis; the property tests and `generator="hypothesis"`). Both give the same
 distribution.
 
-A sequence drives the controller (broker-id applications and races, registrations, heartbeats,
-elections designated or not, AlterSyncStateSet with current and stale epochs, expiry, clean-up,
-snapshot and restore), the epoch caches (append, suffix and prefix truncation, last end, reload,
-file loss, lookups, the truncation point) or the HA service (a broker's whole state and one
+A sequence drives the controller (broker-id applications and races, registrations, some from a
+moved broker, heartbeats, elections designated or not, AlterSyncStateSet with current, stale and
+future epochs and sets with unknown or dead members or without the master, expiry, clean-up,
+snapshot and restore; half from a broker set brought up first, `_bring_up`), the epoch caches
+(append, suffix and prefix truncation, last end, reload, file loss, lookups, the truncation
+point; half from caches holding entries) or the HA service (a broker's whole state and one
 call), including edge values (Long.MAX_VALUE, 2^31, equal and negative values the Java accepts).
 Symbolic arguments (`$master`, `$master_epoch`, `$sss_epoch`, `$master_epoch-1`, ...) are bound
 from the model's state just before the request is sent (`conform.bind`).
@@ -67,6 +69,34 @@ def address(i: Any) -> str:
     return f"10.0.0.{i}:10911"
 
 
+def moved_address(i: Any) -> str:
+    """Where a broker registers from after it moved (restarted on another host)."""
+    return f"10.0.1.{i}:10911"
+
+
+def _bring_up(ch: Any) -> list[tuple[int | None, dict]]:
+    """A broker set coming up as RocketMQ's brokers bring it up: 1-4 brokers apply for the next
+    id and (half of them) register, heartbeat, and one asks for an election; then the master
+    asks 0-2 times to add members (live, maybe one never registered). Without it the random
+    requests seldom make a set with several registered, live members and a master, the state in
+    which AlterSyncStateSet's member checks (unknown, not alive, master left out) and
+    registration beside a live master are decided. (ticks, request) pairs, as `_request` gives."""
+    n = ch.integer(1, MAX_ID)
+    out: list[tuple[int | None, dict]] = []
+    for i in range(1, n + 1):
+        out.append((0, {"op": "apply_broker_id", "id": "$next_id", "address": address(i), "check_code": "c1"}))
+        if ch.integer(0, 1):  # a coin, so that Hypothesis can shrink the registration away
+            out.append((0, {"op": "register_broker", "id": i, "address": address(i)}))
+    for i in range(1, n + 1):
+        out.append((0, {"op": "heartbeat", "id": i, "address": address(i), "epoch": 0, "max_offset": 0,
+                        "confirm_offset": 0, "priority": ch.pick((INT_MAX, 0, 1, 2))}))
+    out.append((0, {"op": "elect", "id": ch.integer(1, n), "designate": False}))
+    for _ in range(ch.integer(0, 2)):  # the master adds the slaves that caught up (maybe one unknown)
+        out.append((0, {"op": "alter_sss", "master": "$master", "master_epoch": "$master_epoch",
+                        "sss": ["$master"] + _subset(ch, range(1, MAX_ID + 1)), "sss_epoch": "$sss_epoch"}))
+    return out
+
+
 def _offset(ch: Any, stored: bool = False) -> int:
     """An offset; `stored` ones (written to the checkpoint file) are never negative: the file's
     "epoch-start" lines cannot hold a minus sign (see docs/conformance.md), and RocketMQ never
@@ -100,7 +130,9 @@ def _controller_op(ch: Any) -> dict:
         i = ch.pick((i, "$next_id"))
         return {"op": kind, "id": i, "address": address(i), "check_code": ch.pick(("c1", "c2"))}
     if kind == "register_broker":
-        return {"op": kind, "id": i, "address": address(i)}
+        # one time in four from a new address (a broker restarted elsewhere): registerBroker
+        # then emits an UpdateBrokerAddressEvent (the driver applies it; addresses are not modelled)
+        return {"op": kind, "id": i, "address": address(i) if ch.integer(0, 3) else moved_address(i)}
     if kind == "expire":
         return {"op": kind, "id": i}
     if kind == "heartbeat":
@@ -117,7 +149,8 @@ def _controller_op(ch: Any) -> dict:
         # a set without the master one time in four: a wrong or stale broker may send one
         members = ["$master"] * (ch.integer(0, 3) > 0) + [ch.integer(1, MAX_ID) for _ in range(ch.integer(0, 3))]
         return {"op": kind, "master": ch.pick(("$master", "$master", i)),
-                "master_epoch": ch.pick(("$master_epoch", "$master_epoch", "$master_epoch-1")), "sss": members,
+                "master_epoch": ch.pick(("$master_epoch", "$master_epoch", "$master_epoch-1", "$master_epoch+1")),
+                "sss": members,
                 "sss_epoch": ch.pick(("$sss_epoch", "$sss_epoch", "$sss_epoch-1", "$sss_epoch+1"))}
     return {"op": kind}
 
@@ -217,7 +250,14 @@ def sequence(ch: Any, max_ops: int, ha: bool = False) -> list[dict]:
            {"op": "epoch_new", "name": "a"}, {"op": "epoch_new", "name": "b"}]
     share = ch.pick((3, 0, 2, -1) if ha else (3, 0, 2))  # of every three requests, how many go to the controller
     now = 0
-    for ticks, op in ch.repeat(lambda c: _request(c, share), max_ops):
+    # half the sequences that drive the controller start from a broker set brought up
+    up = _bring_up(ch) if share > 0 and ch.integer(0, 1) else []
+    # and half of those that drive the epoch caches from caches that already hold entries (a
+    # broker's epoch file after a few elections), so lookups meet several entries and their ends
+    if 0 <= share < 3 and ch.integer(0, 1):
+        up += [(None, {"op": "epoch_append", "name": name, "epoch": e, "start": start})
+               for name in ("a", "b") for e, start in _entries(ch)]
+    for ticks, op in up + ch.repeat(lambda c: _request(c, share), max_ops):
         if ticks is None:
             out.append(op)
         else:

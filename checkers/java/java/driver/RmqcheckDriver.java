@@ -157,14 +157,18 @@ public final class RmqcheckDriver implements Wire.Driver {
             case "expire":
                 // The controller forgets a broker whose heartbeats stopped (what the scan does
                 // once the timeout passed) or whose channel closed: the entry is removed.
+                // A broker that never sent a heartbeat closes a channel the manager does not
+                // know (a connection before its first heartbeat, or after its entry went):
+                // nothing is forgotten.
                 Channel closed = channels.remove(Json.longOf(req, "id"));
-                if (closed != null) {
-                    if (!heartbeatsStarted) {
-                        heartbeats.initialize();
-                        heartbeatsStarted = true;
-                    }
-                    heartbeats.onBrokerChannelClose(closed);
+                if (closed == null) {
+                    closed = new EmbeddedChannel();
                 }
+                if (!heartbeatsStarted) {
+                    heartbeats.initialize();
+                    heartbeatsStarted = true;
+                }
+                heartbeats.onBrokerChannelClose(closed);
                 return reply(null, null, now);
             case "elect":
                 // id null: the controller's own trigger (brokerId -1, as ofControllerTrigger leaves it)
@@ -223,7 +227,12 @@ public final class RmqcheckDriver implements Wire.Driver {
         List<Object> events = new ArrayList<>();
         if (result != null) {
             for (EventMessage e : result.getEvents()) {
-                events.add(event(e));
+                // A moved broker's new address (registerBroker's UpdateBrokerAddressEvent) is
+                // applied above but not reported: the model holds no addresses, as the state's
+                // broker addresses are not compared either.
+                if (!(e instanceof UpdateBrokerAddressEvent)) {
+                    events.add(event(e));
+                }
             }
         }
         m.put("events", events);
