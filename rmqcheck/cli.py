@@ -31,7 +31,7 @@ except ValueError:  # imported outside the main thread: nothing to install
 from rmqcheck import __version__  # noqa: E402
 from rmqcheck.checkers.counterexamples.files import CounterexampleError  # noqa: E402
 from rmqcheck.commands import COMMANDS  # noqa: E402
-from rmqcheck.commands.common import UsageError  # noqa: E402
+from rmqcheck.commands.common import Stage, UsageError  # noqa: E402
 from rmqcheck.model.configs import ConfigError  # noqa: E402
 from rmqcheck.outputs import OutputError, check_output, check_roles  # noqa: E402
 from rmqcheck.report import ci  # noqa: E402
@@ -119,7 +119,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"rmqcheck: error: {exc}", file=sys.stderr)
         return 2
     try:
-        status = args.func(args)
+        status = _run(args)
     except (UsageError, ConfigError, CounterexampleError, OutputError) as exc:
         print(f"rmqcheck: error: {exc}", file=sys.stderr)
         args.results.add(args.command, "usage", "error", str(exc))
@@ -138,6 +138,20 @@ def _main(argv: Sequence[str] | None) -> int:
         except OutputError as exc:
             print(f"rmqcheck: error: {exc}", file=sys.stderr)
             return 2
+    return status
+
+
+# Long commands, in a log (no terminal): a line at least every 30 s while they run and one as
+# they end, with the verdict and time. `check` also says when each of its stages starts.
+LOGGED = ("hunt", "matrix", "conform", "explore", "cluster")
+
+
+def _run(args) -> int:
+    if args.command not in LOGGED and not (args.command == "bugs" and args.measure):
+        return args.func(args)
+    with Stage(args.command, announce=False) as stage:
+        status = args.func(args)
+        stage.verdict = {0: "passed", 1: "failed"}.get(status, f"exit {status}")
     return status
 
 

@@ -407,3 +407,15 @@ def test_a_stage_in_a_log_says_it_still_runs_and_how_it_ended(capsys):
     except KeyboardInterrupt:
         pass
     assert capsys.readouterr().out.splitlines()[-1].startswith("stage traces: interrupted in ")
+
+
+def test_a_long_command_in_a_log_says_it_still_runs_and_how_it_ended(capsys, monkeypatch):
+    """issue 46: hunt, matrix, conform, explore, cluster and bugs --measure in a log: a line at
+    least every HEARTBEAT seconds and one at the end; a usage error stays one line on stderr."""
+    from rmqcheck.commands import common
+
+    monkeypatch.setattr(common, "HEARTBEAT", 0.2)
+    code, out, _ = run(capsys, "hunt", "--intended", "--budget", "1")
+    assert code == 0 and "stage hunt: running, " in out and out.splitlines()[-1].startswith("stage hunt: passed in ")
+    code, out, err = run(capsys, "hunt", "--bug", "no_such_bug")
+    assert code == 2 and "stage" not in out and err.count("\n") == 1

@@ -100,8 +100,11 @@ class Stage:
 
     current: "Stage | None" = None  # the stage running, which Bar tells what it does
 
-    def __init__(self, name: str, every: float = HEARTBEAT) -> None:
-        self.name, self.every = name, every
+    def __init__(self, name: str, every: float | None = None, announce: bool = True) -> None:
+        """`announce` False (a whole command, whose start the command line shows): no start line,
+        and no end line for a command that a usage error ended before it said anything."""
+        self.name, self.every, self.announce = name, HEARTBEAT if every is None else every, announce
+        self.said = False
         self.verdict = "done"  # the body sets it: "passed", "failed: ...", "skipped: ..."
         self.detail = ""
         self.log = not live()
@@ -112,14 +115,19 @@ class Stage:
         self.start = time.perf_counter()
         Stage.current = self
         if self.log:
-            out.print(f"stage {self.name}: started")
+            if self.announce:
+                self._say("started")
             self._ticker.start()
         return self
+
+    def _say(self, what: str) -> None:
+        self.said = True
+        out.print(f"stage {self.name}: {what}")
 
     def _tick(self) -> None:
         while not self._stop.wait(self.every):
             detail = f": {self.detail}" if self.detail else ""
-            out.print(f"stage {self.name}: running, {time.perf_counter() - self.start:.0f}s{detail}")
+            self._say(f"running, {time.perf_counter() - self.start:.0f}s{detail}")
 
     def __exit__(self, kind, *exc) -> None:
         Stage.current = None
@@ -127,8 +135,10 @@ class Stage:
             return
         self._stop.set()
         self._ticker.join()
-        verdict = ("interrupted" if kind is KeyboardInterrupt else f"error ({kind.__name__})") if kind else self.verdict
-        out.print(f"stage {self.name}: {verdict} in {time.perf_counter() - self.start:.0f}s")
+        if kind is not None and kind is not KeyboardInterrupt and not self.said:
+            return  # the error says it all
+        verdict = ("interrupted" if kind is KeyboardInterrupt else "ended by an error") if kind else self.verdict
+        self._say(f"{verdict} in {time.perf_counter() - self.start:.0f}s")
 
 
 class Bar:
