@@ -102,7 +102,7 @@ class Stage:
 
     def __init__(self, name: str, every: float | None = None, announce: bool = True) -> None:
         """`announce` False (a whole command, whose start the command line shows): no start line,
-        and no end line for a command that a usage error ended before it said anything."""
+        and no end line for a command that an error or Ctrl-C ended before it said anything."""
         self.name, self.every, self.announce = name, HEARTBEAT if every is None else every, announce
         self.said = False
         self.verdict = "done"  # the body sets it: "passed", "failed: ...", "skipped: ..."
@@ -135,8 +135,8 @@ class Stage:
             return
         self._stop.set()
         self._ticker.join()
-        if kind is not None and kind is not KeyboardInterrupt and not self.said:
-            return  # the error says it all
+        if kind is not None and not self.said:
+            return  # the error or the interruption says it all, in one line
         verdict = ("interrupted" if kind is KeyboardInterrupt else "ended by an error") if kind else self.verdict
         self._say(f"{verdict} in {time.perf_counter() - self.start:.0f}s")
 
