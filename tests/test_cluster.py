@@ -515,7 +515,7 @@ def test_what_the_running_code_broke_is_classed_by_what_the_configuration_promis
     like validate's: unexplained when the configuration promises the invariant, else expected."""
     from types import SimpleNamespace
 
-    from rmqcheck.commands import cluster as command
+    from rmqcheck.commands import cluster_runs as command
     from rmqcheck.model import configs
 
     monkeypatch.setattr(command, "validate_local", lambda inputs: SimpleNamespace(violations=[]))

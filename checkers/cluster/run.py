@@ -21,7 +21,7 @@ history; the four never reach into each other.
   I7's learner clause), written to the run's code-violations.jsonl; at the end `rmqcheck
   validate`'s local engine over the run's folder (its history and the brokers' epoch files); each
   violation then classed against what the configuration promises and explained by the model's
-  path of the same run (follow.py; in the command, rmqcheck/commands/cluster.py: checkers and
+  path of the same run (follow.py; in the commands, rmqcheck/commands/cluster_runs.py: checkers and
   traces sit side by side).
 
 A run's folder: `run-<seed>-history` (OpenChaos), `steps.jsonl` (each operation as resolved, what
@@ -280,7 +280,7 @@ CODE_VIOLATIONS = "code-violations.jsonl"  # per run: what the running code brok
 
 def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int = 3, src: str | None = None,
              on_step: Callable[[int, int], None] | None = None) -> RunResult:
-    """One seeded run on a fresh cluster in `folder`, recorded (rmqcheck/commands/cluster.py checks it)."""
+    """One seeded run on a fresh cluster in `folder`, recorded (rmqcheck/commands/cluster_runs.py checks it)."""
     started = time.perf_counter()
     folder.mkdir(parents=True, exist_ok=True)
     history = History(folder / f"run-{seed}-history")  # the run's name in every report

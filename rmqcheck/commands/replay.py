@@ -21,7 +21,7 @@ from pathlib import Path
 
 from rmqcheck.outputs import check_folder, output_folder
 
-from . import cluster as cluster_command
+from . import cluster_runs
 from .common import Drivers, UsageError, add_source_argument, out
 
 NAME = "replay"
@@ -54,8 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    if cluster_command.is_run_file(args.file):  # a `rmqcheck cluster` run's violation.json: run it again
-        return cluster_command.rerun(args)
+    if cluster_runs.is_run_file(args.file):  # a `rmqcheck cluster` run's violation.json: run it again
+        return cluster_runs.rerun(args)
     if args.keep and not args.cluster:
         raise UsageError("--keep: only with --cluster")
     if args.cluster:
@@ -145,7 +145,7 @@ def _replay_cluster(args, cx: Counterexample, states) -> int:
     from rmqcheck.checkers.java.build import BuildError
     from rmqcheck.checkers.java.driver import DriverError
 
-    from .cluster import CHECK_INVARIANT, check_run
+    from .cluster_runs import CHECK_INVARIANT, check_run
 
     if cx.config.brokers < 2:
         raise UsageError("--cluster: a cluster needs at least 2 brokers")
