@@ -111,13 +111,14 @@ bench-explore-spark: $(STAMP) java
 
 # The guarantee matrix (about 20 minutes on 2 cores) and the bug-rediscovery table (300 s a
 # run, the acceptance budget: a few hours on 2 cores; `rmqcheck bugs --measure --budget 60` and
-# `--update` for less), each written into the README's generated block and, as JSON, into
+# `--update` for less), each written into its page's generated block (docs/matrix.md,
+# docs/bugs.md) and, as JSON, into
 # results/ (tracked, so `--update` and the report work from a fresh checkout); then the HTML report.
 matrix: $(STAMP)
-	$(BIN)/rmqcheck matrix --json results/matrix.json --readme README.md
+	$(BIN)/rmqcheck matrix --json results/matrix.json --readme docs/matrix.md
 
 bugs: $(STAMP)
-	$(BIN)/rmqcheck bugs --measure --json results/bugs.json --readme README.md
+	$(BIN)/rmqcheck bugs --measure --json results/bugs.json --readme docs/bugs.md
 
 report: $(STAMP)
 	$(BIN)/rmqcheck report --out build/report.html --matrix results/matrix.json --bugs results/bugs.json

@@ -217,7 +217,7 @@ def i4_confirm_sanity(s: State, cfg: Config) -> list[str]:
 def i4_confirm_monotonic(pre: State, action: Action, post: State, cfg: Config) -> list[str]:
     """Not confirmOffset itself: a slave acks a torn tail (batches are not message-aligned),
     cuts it on reconnect (`truncateInvalidMsg`) and acks less, so the real confirmOffset goes
-    back to the message boundary below it (README, 'Findings'). What must not go back is that
+    back to the message boundary below it (docs/findings.md). What must not go back is that
     boundary: the messages consumers may already read."""
     out = []
     before = {b.id: b for b in acting_masters(pre)}

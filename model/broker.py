@@ -163,10 +163,11 @@ def update_confirm_offset_when_slave_ack(b: Broker, slave: int, cfg: Config) -> 
     """`AutoSwitchHAService.updateConfirmOffsetWhenSlaveAck`: recompute confirmOffset when the
     acking slave is a member of the local set (AutoSwitchHAService.java:356). The intended form
     (confirm_ignores_proposed_sss off) also lets a proposed member's acks count, on an unfenced
-    master only: a restarted broker with no role yet proposes too (maybeExpandInSyncStateSet has
-    no role check) but its local set is empty, so the code never lets it confirm
-    (scenarios/quirks/restarted-broker-confirms-for-no-one.scn)."""
-    proposed_counts = not cfg.has("confirm_ignores_proposed_sss") and b.role == MASTER and not fenced(b)
+    broker that is not a slave (as `alone` and mark_synchronizing test it; a patch can only say
+    "not SLAVE and not fenced"): a restarted broker with no role yet proposes too
+    (maybeExpandInSyncStateSet has no role check) but it is fenced and its local set is empty, so
+    the code never lets it confirm (scenarios/quirks/restarted-broker-confirms-for-no-one.scn)."""
+    proposed_counts = not cfg.has("confirm_ignores_proposed_sss") and b.role != SLAVE and not fenced(b)
     members = sync_state_set(b, cfg) if proposed_counts else b.sss
     if slave in members:
         b = b._replace(confirm=compute_confirm_offset(b, cfg))

@@ -100,7 +100,7 @@ def append(log: CommitLog, data: tuple[int, ...], sync_flush: bool) -> CommitLog
 
     Model assumption: on a SYNC_FLUSH slave the GroupCommitService flushes within ~10 ms of an
     HA append; the model makes that flush immediate and so does not explore a crash inside
-    that window (documented in the README)."""
+    that window (docs/model-scope.md)."""
     log = log._replace(cells=log.cells + data, files=True)
     return log._replace(flushed=max_phy(log)) if sync_flush else log
 

@@ -1,1 +1,1 @@
-"""What people read: Markdown tables for the README and the self-contained HTML report."""
+"""What people read: Markdown tables for the README and docs pages, and the self-contained HTML report."""

@@ -1,4 +1,5 @@
-"""Markdown tables for the README, and the splice that keeps the README's copy generated.
+"""Markdown tables for the docs (docs/matrix.md, docs/bugs.md), and the splice that keeps each
+page's copy generated (`make matrix`, `make bugs`).
 
 A generated block sits between `<!-- NAME:start -->` and `<!-- NAME:end -->`; `splice`
 replaces what is between them and nothing else."""

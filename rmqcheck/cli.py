@@ -1,5 +1,5 @@
 """The `rmqcheck` command line. Exit statuses: EXIT_STATUSES below, the one place they are
-defined (the README's Command line section quotes it; tests/test_cli.py checks both).
+defined (the README's Commands section and docs/commands.md quote it; tests/test_cli.py checks both).
 
 Only the dispatcher: each command is a module of `rmqcheck.commands` with its NAME, HELP,
 `add_arguments(parser)` and `run(args) -> exit status`. A judging command adds its verdicts to
@@ -143,7 +143,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 # Long commands, in a log (no terminal): a line at least every 30 s while they run and one as
 # they end, with the verdict and time. `check` also says when each of its stages starts.
-LOGGED = ("hunt", "matrix", "conform", "explore", "cluster")
+LOGGED = ("hunt", "matrix", "conform", "explore", "cluster", "findings")
 
 
 def _run(args) -> int:

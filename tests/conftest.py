@@ -54,17 +54,18 @@ def pytest_itemcollected(item):
 # module). Seconds measured on 2 busy cores, 2026-11-26 (docs/performance.md); a stale figure
 # costs balance, never a result. The modules not named follow in their own order, and test_packaging comes last: it uses the CI workflow run
 # that test_ci_docs makes, and would otherwise wait about 40 s for it on the other worker.
-MODULE_SECONDS = {"test_distributed": 206, "test_traces": 56, "test_explore": 79, "test_cluster": 78,
-                  "test_footprint": 65, "test_fuzz": 47, "test_ci_docs": 44, "test_cli": 42, "test_proofs": 40,
-                  "test_java_mutants": 36, "test_reach": 35, "test_rediscovery": 29, "test_java_driver": 26,
-                  "test_dledger": 24, "test_classic": 20, "test_stateful": 20, "test_matrix": 20, "test_ci": 20,
-                  "test_epochfile": 19}
+MODULE_SECONDS = {"spark": 280, "test_explore": 113, "test_cluster": 104, "test_footprint": 92, "test_fuzz": 75,
+                  "test_ci_docs": 71, "test_proofs": 45, "test_java_mutants": 44, "test_cli": 43, "test_java_driver": 39,
+                  "test_reach": 38, "test_rediscovery": 32, "test_recovery": 25, "test_dledger": 24, "test_matrix": 20,
+                  "test_classic": 18, "test_ci": 18, "test_stateful": 18}
 LAST = "test_packaging"
 
 
-# Modules whose tests share one Spark JVM: one worker takes them all, so the JVM starts and its
-# query machinery warms up once (8 s and 15 s on an idle machine) rather than once a module.
-SPARK_MODULES = {"tests/test_distributed.py", "tests/test_traces.py"}
+# Modules whose tests share one Spark JVM: one worker takes them all, in this order, so the JVM
+# starts and its query machinery warms up once for local[2] and once for the multi-process
+# cluster (8 s and 15-20 s each on an idle machine): test_distributed's tests on the cluster come
+# last, and a session changes master only by restarting.
+SPARK_MODULES = ("tests/test_traces.py", "tests/test_distributed.py")
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
@@ -85,7 +86,10 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_modifyitems(items):
     def cost(item):
         name = getattr(getattr(item, "module", None), "__name__", "")
-        return (name == LAST, -MODULE_SECONDS.get(name, 0))
+        spark = f"tests/{name}.py"
+        if spark in SPARK_MODULES:
+            return (False, -MODULE_SECONDS["spark"], SPARK_MODULES.index(spark))
+        return (name == LAST, -MODULE_SECONDS.get(name, 0), 0)
     items.sort(key=cost)  # stable: a module's tests keep their order
 
 
@@ -108,6 +112,16 @@ def once(tmp_path_factory, name: str, make):
             folder.mkdir(exist_ok=True)
             done.write_text(json.dumps(make(folder)))
         return json.loads(done.read_text())
+
+
+@pytest.fixture(scope="session")
+def spark_python() -> str:
+    """The interpreter Spark's Python workers run (fingerprints agree across processes): the one
+    the commands' Spark engine runs (build/spark), so that a command run in a test goes on with
+    the test's session, which a session asked for with another interpreter would restart."""
+    from rmqcheck.checkers.search import distributed
+
+    return distributed.stable_python(Path(__file__).resolve().parents[1] / "build" / "spark")
 
 
 @pytest.fixture(scope="session")

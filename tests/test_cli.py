@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ci_results import junit_cases, summary
+from interrupts import INTERRUPTIBLE
 from rmqcheck.cli import main
 from rmqcheck.model.bugs import TOGGLES
 
@@ -286,8 +287,9 @@ def test_the_exit_statuses_are_defined_once_and_the_readme_quotes_them():
     from rmqcheck.cli import EXIT_STATUSES
     from rmqcheck.report.ci import VERDICTS
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert "Exit status: " + "; ".join(f"{k} {v}" for k, v in EXIT_STATUSES.items()) + "." in readme
+    for page in ("README.md", "docs/commands.md"):  # the README's command list and the command line's page
+        readme = (Path(__file__).resolve().parents[1] / page).read_text()
+        assert "Exit status: " + "; ".join(f"{k} {v}" for k, v in EXIT_STATUSES.items()) + "." in readme, page
     assert set(VERDICTS) == set(EXIT_STATUSES)
 
 
@@ -383,7 +385,8 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", INTERRUPT_ON_IMPORT], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", INTERRUPT_ON_IMPORT], capture_output=True, text=True, timeout=120,
+                          **INTERRUPTIBLE)
     assert done.returncode == 130 and done.stderr == "rmqcheck: interrupted\n", done.stderr[-2000:]
 
 

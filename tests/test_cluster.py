@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -219,6 +220,24 @@ def test_a_minority_partition_cuts_the_links_across_and_the_controller_only(monk
     assert c.rpc_policy == {1: "drop", 3: "drop"}
 
 
+def test_the_endings_heal_heals_though_it_names_no_broker(monkeypatch, tmp_path):
+    """The ending's heal (no broker) was taken for a fault at the master and, with no master, did
+    nothing: every run ended with its partitions and dropped paths in force (durable seed 8 then
+    ended with no master and reported its acked messages lost)."""
+    monkeypatch.setattr(LinkProxy, "set_mode", lambda self, mode: setattr(self, "mode", mode))
+    c = Cluster(ClusterConfig(brokers=3), Path("/nonexistent"))
+    c.links = {(s, m): LinkProxy.__new__(LinkProxy) for s in c.brokers for m in c.brokers if s != m}
+    for link in c.links.values():
+        link.mode = OPEN
+    monkeypatch.setattr(c, "master", lambda: None)
+    c.partition({1, 3}, CUT)
+    history = cluster_run.History(tmp_path / "history")
+    heal, = (op for op in cluster_run._ending(SimpleNamespace(brokers=3)) if op.f == "heal")
+    assert cluster_run.Nemesis(c, history).apply(heal) == "healed"
+    assert {link.mode for link in c.links.values()} == {OPEN} and c.rpc_policy == {}
+    assert history.lines[-1].startswith("fault\theal\tend\t")
+
+
 def test_a_read_the_confirmed_master_no_longer_holds_is_i3_on_the_code(tmp_path):
     """views.code_violations: a consumer that read m2 from a deposed master (a stale route), m2
     then cut by the new master's truncation: the running code broke I3."""
@@ -338,7 +357,7 @@ def test_a_failover_elects_a_slave_and_the_old_master_rejoins_holding_every_acke
 @needs_rocketmq
 @pytest.mark.heavy
 def test_a_master_restarted_before_the_controller_notices_moves_its_epoch_and_strands_its_slaves(tmp_path):
-    """epoch_reapply_moves_start (the README's findings) on the running code: after kill -9 and a
+    """epoch_reapply_moves_start (docs/findings.md) on the running code: after kill -9 and a
     restart, ReplicasManager's in-memory masterEpoch is 0, the controller still names the broker
     master of epoch 1, and changeToMaster(1) re-appends epoch 1 at the max offset. The slaves hold
     (1, 0): their handshakes find no consistent point, and they retry for ever."""
@@ -404,7 +423,7 @@ def test_replay_on_the_cluster_cuts_message_2_from_the_old_master_and_loses_noth
 @needs_rocketmq
 @pytest.mark.heavy
 def test_replay_on_the_cluster_reproduces_epoch_reapply_moves_start(capsys):
-    """The README's finding, step by step on RocketMQ's running code: the restarted master
+    """The finding (docs/findings.md), step by step on RocketMQ's running code: the restarted master
     re-appends its epoch at its max offset, the slave's handshake keeps nothing past the moved
     start, and the controller's SyncStateSet then holds a broker that lacks an acknowledged
     message (I2)."""
@@ -421,10 +440,10 @@ FINDINGS = [t.name for t in TOGGLES if t.in_snapshot]
 @needs_rocketmq
 @pytest.mark.slow
 @pytest.mark.parametrize("name", FINDINGS)
-def test_the_readme_says_what_each_finding_does_on_the_running_code(name, capsys):
-    """README, Findings: the column "on RocketMQ's running code" is what `replay --cluster` of the
+def test_docs_findings_say_what_each_finding_does_on_the_running_code(name, capsys):
+    """docs/findings.md: the column "on RocketMQ's running code" is what `replay --cluster` of the
     finding's scenario shows: reproduced (exit 1) and the invariant, or held (exit 0)."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "findings.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith(f"| `{name}` |"))
     said = row.split(" | ")[4]
     scenario = str(Path(__file__).resolve().parents[1] / "scenarios" / "toggles" / f"{name}.scn")
@@ -439,10 +458,11 @@ def test_the_readme_says_what_each_finding_does_on_the_running_code(name, capsys
         assert said.startswith("held") and code == 0, text[-600:]
 
 
-# README, Real runs: what the schedules do not reach yet (strict: catching one fails the test, so
-# the README is brought up to date).
+# docs/cluster.md, Historical bugs put back: what the schedules do not reach yet (strict: catching
+# one fails the test, so docs/cluster.md is brought up to date).
 NOT_CAUGHT_YET = {
-    "sss_expand_answer_lost": "needs four faults (docs/cluster.md), a run draws three: 8 runs (1,154-1,216 s) did not",
+    "sss_expand_answer_lost": "needs four faults in one order (docs/cluster.md): 8 runs of three faults (1,154-1,216 s) "
+                              "and 21 of four (612 s) did not",
 }
 
 
@@ -451,10 +471,11 @@ NOT_CAUGHT_YET = {
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=NOT_CAUGHT_YET[n], strict=True))
                                   if n in NOT_CAUGHT_YET else n for n in sorted(historical.BUGS)])
 def test_a_historical_bug_put_back_is_caught_by_cluster_runs_within_eight_runs(name, tmp_path, capsys):
-    """README, Real runs: each historical bug put back into the tree (checkers/cluster/historical.py)
-    makes `rmqcheck cluster` end with a violation that the unchanged tree, run with the same seed,
-    does not show, within eight runs (a count, not the README's 600 s, so that the verdict does
-    not hang on the machine's load: A2 was caught in its 6th run, A3 its 3rd, both under 600 s)."""
+    """docs/cluster.md, Historical bugs put back: each historical bug put back into the tree
+    (checkers/cluster/historical.py) makes `rmqcheck cluster` end with a violation that the unchanged
+    tree, run with the same seed, does not show, within eight runs (a count, not the 600 s of
+    docs/cluster.md, so that the verdict does not hang on the machine's load: A2 was caught in its
+    6th run, A3 its 3rd, both under 600 s)."""
     bug = historical.BUGS[name]
     code = main(["cluster", "--config", bug.config, "--rocketmq-src", str(historical.tree(name)), "--runs", "8",
                  "--baseline", str(build.locate(None)), "--stop-at-unexplained", "--out", str(tmp_path / "runs")])
@@ -573,7 +594,7 @@ def test_a_power_loss_keeps_the_epoch_files_the_file_system_had_written_back(tmp
 @needs_rocketmq
 @pytest.mark.heavy
 def test_replay_of_a_cluster_run_s_violation_file_runs_it_again_and_explains_it(tmp_path, capsys):
-    """README, Real runs: `rmqcheck replay run-N/violation.json` reruns the run (same
+    """docs/cluster.md: `rmqcheck replay run-N/violation.json` reruns the run (same
     configuration, seed and schedule) on the cluster, and the model explains what it breaks:
     durable's seed 7, a master losing power and restarting before the controller notices."""
     from rmqcheck.model import configs

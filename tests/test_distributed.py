@@ -31,8 +31,8 @@ CLUSTER = "local-cluster[2,1,1024]"
 
 
 @pytest.fixture(scope="module")
-def python(tmp_path_factory) -> str:
-    return distributed.stable_python(tmp_path_factory.mktemp("spark-python"))
+def python(spark_python) -> str:
+    return spark_python
 
 
 def spark_on(master: str, python: str):
@@ -286,14 +286,14 @@ def test_a_work_directory_that_cannot_be_made_is_a_clear_error(tmp_path, capsys)
             assert f"--work-dir {work}" in err and says in err and "Traceback" not in err
 
 
-# The tests on other masters come last: a Spark session changes master only by restarting (about
-# 10 s a restart, 20 s for a multi-process cluster).
+# The tests on the multi-process cluster come last: a Spark session changes master only by
+# restarting (about 10 s a restart, 20 s for a multi-process cluster).
 
 
 def test_a_task_that_fails_once_is_retried_and_changes_nothing(python, tmp_path):
     std = explore.STANDARD["std2"]
     bounds = std.bounds._replace(max_depth=4)
-    spark = spark_on("local[2,3]", python)  # up to 3 attempts of a task
+    spark = spark_on(CLUSTER, python)  # a cluster attempts a task up to 4 times (spark.task.maxFailures)
     failing = SparkExplorer(spark, std.cfg, bounds, tmp_path / "failing", fail_once=str(tmp_path / "marks")).run()
     assert len(list((tmp_path / "marks").iterdir())) >= 4  # a level's first task failed each time
     clean = explore.Explorer(std.cfg, bounds).run()  # Spark's runs without failures are the local one's

@@ -55,7 +55,7 @@ def test_each_first_batch_toggle_is_found_within_120s_worth_of_batches(toggle):
 
 
 # truncation_ascending_epochs is left out: its shortest known counterexample has 23 steps, past
-# the depth breadth-first search reaches in 300 s (README, "Exhaustive exploration").
+# the depth breadth-first search reaches in 300 s (docs/exploration.md, "Exhaustive exploration").
 EXPLORE_BATCH = tuple(t for t in FIRST_BATCH if t != "truncation_ascending_epochs")
 
 

@@ -90,6 +90,22 @@ def test_conform_command_agrees(tmp_path, capsys):
     assert "agreed on every request" in capsys.readouterr().out
 
 
+def test_conform_against_an_intended_form_finds_the_snapshot_s_code_differs(tmp_path, capsys):
+    """`conform --intended TOGGLE` (issue 44: a patched tree is compared with the model's intended
+    form): the unchanged tree is not that form, and conformance says where; a name that is not
+    a snapshot defect is refused before any JVM starts."""
+    assert main(["conform", "--intended", "confirm_skips_unacked_members", "--seed", "0", "--sequences", "300",
+                 "--out", str(tmp_path)]) == 1
+    text = capsys.readouterr().out
+    assert "the intended form of confirm_skips_unacked_members" in text and "divergence after" in text
+    scenario, = tmp_path.glob("*.scn")
+    assert "intended confirm_skips_unacked_members" in scenario.read_text()
+    assert main(["replay", str(scenario)]) == 1  # the file says which form: its replay differs too
+    assert "reproduced: the code and the model differ" in capsys.readouterr().out
+    assert main(["conform", "--intended", "nope", "--out", str(tmp_path)]) == 2
+    assert "--intended nope: not one of the snapshot's defects" in capsys.readouterr().err
+
+
 RECORDED_COVERAGE = Path(__file__).parents[1] / "results" / "conform-coverage.json"
 
 

@@ -27,7 +27,7 @@ from test_java_mutants import patched_tree
 pytestmark = needs_rocketmq
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "findings.md"
 CONTROLLER_MODE = sorted(p for d in ("toggles", "expected", "quirks", "coverage") for p in (SCENARIOS / d).glob("*.scn"))
 
 
@@ -110,8 +110,8 @@ FINDINGS = [t.name for t in TOGGLES if t.in_snapshot]
 
 
 @pytest.mark.parametrize("name", FINDINGS)
-def test_every_finding_run_as_the_snapshot_agrees_with_the_code_and_the_readme_says_where(driver, ha_driver, name):
-    """README, Findings: each finding's counterexample, with every snapshot defect on, still
+def test_every_finding_run_as_the_snapshot_agrees_with_the_code_and_docs_findings_say_where(driver, ha_driver, name):
+    """docs/findings.md: each finding's counterexample, with every snapshot defect on, still
     violates its invariant; every call its steps make into a loaded class gets the same answer
     from RocketMQ's code; the table's last column is what `replay --java --snapshot` reports."""
     cx = read(SCENARIOS / "toggles" / f"{name}.scn")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from interrupts import INTERRUPTIBLE
 
 from rmqcheck import outputs
 from rmqcheck.checkers.java import build
@@ -141,7 +142,7 @@ def test_ctrl_c_during_a_run_of_worker_processes_is_one_line_and_no_output(tmp_p
     exe = Path(sys.executable).parent / "rmqcheck"
     out = tmp_path / "corpus"
     proc = subprocess.Popen([str(exe), "simulate", "--runs", "100000", "--runs-per-file", "500", "--jobs", "2",
-                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **INTERRUPTIBLE)
     deadline = time.monotonic() + 60
     while not any(tmp_path.glob(".corpus.partial*/part-*")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -307,7 +308,8 @@ def test_ctrl_c_while_workers_fork_is_not_lost():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", CTRL_C_DURING_FORK], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", CTRL_C_DURING_FORK], capture_output=True, text=True, timeout=60,
+                          **INTERRUPTIBLE)
     assert done.stdout.strip() == "interrupted" and "Exception ignored" not in done.stderr, done.stderr[-600:]
 
 

@@ -108,7 +108,7 @@ def test_an_off_by_one_spec_is_not_proved_unbounded():
     claim = proofs.unbounded_obligations()[4][1]  # safety: o < r
     o, r = z3.Int("o"), z3.Int("r")
     widened = z3.substitute(claim, (o < r, o <= r))
-    assert proofs._prove(widened, 10.0) != "proved"
+    assert proofs._prove(widened, 2.0) != "proved"  # refuted, or unknown when the time is up
 
 
 def _random_instance(rng: random.Random):

@@ -71,7 +71,7 @@ def test_not_found_toggles_are_listed_first():
 
 @pytest.mark.heavy
 def test_measure_finds_toggles_of_each_kind_and_writes_the_tables(tmp_path, capsys):
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "bugs.md"
     readme.write_text("<!-- bugs:start -->\n<!-- bugs:end -->\n")
     argv = ["bugs", "--measure", "--only", "ack_uses_local_sss_only", "--only", "ack_beyond_master_max",
             "--only", "no_inactive_master_scan", "--budget", "60", "--seeds", "2", "--jobs", "1",

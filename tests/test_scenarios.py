@@ -18,7 +18,7 @@ SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 TOGGLE_FILES = sorted((SCENARIOS / "toggles").glob("*.scn"))
 EXPECTED_FILES = sorted((SCENARIOS / "expected").glob("*.scn"))
 
-# Toggles with no scenario, and why (README: Findings).
+# Toggles with no scenario, and why (docs/findings.md).
 NO_SCENARIO = {
     "expand_without_epoch_start_check": "harmless in the snapshot: the guard never decides (tests/test_invariants.py)",
 }

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ci_results import junit_cases
+from interrupts import INTERRUPTIBLE
 from conftest import needs_rocketmq
 from rmqcheck.cli import main
 from rmqcheck.traces import files, stores
@@ -26,12 +27,12 @@ OPENCHAOS = ROOT / "tests" / "data" / "openchaos-queue-history"
 
 
 @pytest.fixture(scope="module")
-def spark():
+def spark(spark_python):
+    """Left running: test_distributed, next on the same worker (conftest.SPARK_MODULES), goes on
+    with it."""
     from rmqcheck.traces.spark import session
 
-    s = session("local[2]")
-    yield s
-    s.stop()
+    return session("local[2]", spark_python)
 
 
 def corpus(tmp: Path, fmt: str = "ndjson", **kw) -> Path:
@@ -628,5 +629,5 @@ def test_ctrl_c_during_spark_validation_is_one_line(tmp_path):
 
     d = corpus(tmp_path / "c", stores=False)
     done = subprocess.run([sys.executable, "-c", INTERRUPT_SPARK, str(d), str(tmp_path / "v.ndjson")],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, **INTERRUPTIBLE)
     assert (done.returncode, done.stderr, done.stdout) == (130, "rmqcheck: interrupted\n", "")

@@ -209,6 +209,10 @@ class Nemesis:
     def apply(self, op: Op) -> str:
         c, b = self.cluster, op.arg
         self.epoch_files = None
+        if op.f == "heal":  # every link and path, whichever broker the schedule drew (the ending names none)
+            c.heal()
+            self.history.fault("heal", "end")
+            return "healed"
         if b == MASTER and op.f == "restart":
             b = self.hit
         elif b == MASTER:
@@ -227,11 +231,9 @@ class Nemesis:
             c.rpc_policy[b] = DROP if op.f == "isolate_controller" else LOSE_ANSWER
         elif op.f == "minority":
             c.partition(minority_side(b, op.peer, len(c.brokers)), CUT)
-        elif op.f == "heal":
-            c.heal()
         else:
             return "nothing to do"
-        self.history.fault(op.f, "end" if op.f in ("restart", "heal") else "start")
+        self.history.fault(op.f, "end" if op.f == "restart" else "start")
         return f"broker {b}"
 
 
@@ -340,5 +342,6 @@ def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int 
 
 
 def _ending(cfg: Config) -> list[Op]:
-    """Heal everything, restart every broker, let time pass until a master serves, read."""
+    """Heal everything, restart every broker that is down, let time pass until a master serves,
+    read."""
     return [Op("heal"), *[Op("restart", b) for b in range(1, cfg.brokers + 1)], *[Op("round")] * 4, Op("final_read")]

@@ -35,7 +35,7 @@ import tarfile
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 HERE = Path(__file__).resolve().parent
 JAVA = HERE / "java"
@@ -283,6 +283,44 @@ def patched(name: str, changes: tuple[Change, ...], src: str | os.PathLike | Non
             roots: tuple[str, ...] = CLUSTER_ROOTS) -> Path:
     """A copy of the tree's source roots with `changes` applied, under build/patched/<name>/
     (made once: a later call reuses it); the tree root, for --rocketmq-src."""
+    def apply(root: Path) -> None:
+        for c in changes:
+            text = (root / c.rel).read_text(encoding="utf-8")
+            if text.count(c.old) != c.count:
+                raise BuildError(f"{name}: {c.rel} holds the text to change {text.count(c.old)} times, not {c.count}")
+            (root / c.rel).write_text(text.replace(c.old, c.new), encoding="utf-8")
+
+    return _patched_tree(name, sorted({c.rel for c in changes}), apply, src, roots)
+
+
+def from_diff(diff: Path, src: str | os.PathLike | None = None, roots: tuple[str, ...] = CLUSTER_ROOTS) -> Path:
+    """A copy of the tree's source roots with a unified diff applied (`patch -p1`, no fuzz: a
+    diff written for another tree is refused, not bent to fit), under build/patched/, named by
+    the diff's name and content (an edited diff makes a new tree); the tree root."""
+    diff = Path(diff)
+    try:
+        text = diff.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BuildError(f"{diff}: cannot read the patch ({exc})") from None
+    files = sorted(set(re.findall(r"^\+\+\+ b/(\S+)", text, re.M)))
+    if not files:
+        raise BuildError(f"{diff}: not a unified diff with a/ and b/ paths (no '+++ b/...' line)")
+    if shutil.which("patch") is None:
+        raise BuildError("no `patch` program: install Debian's patch package")
+
+    def apply(root: Path) -> None:
+        done = subprocess.run(["patch", "-p1", "--batch", "--forward", "--fuzz=0", "--no-backup-if-mismatch",
+                               "-i", str(diff.resolve())], cwd=root, capture_output=True, text=True)
+        if done.returncode != 0:
+            said = (done.stdout + done.stderr).strip().splitlines()
+            raise BuildError(f"{diff}: does not apply to {locate(src).name}: " + " / ".join(said[-4:]))
+
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return _patched_tree(f"{diff.stem}-{digest}", files, apply, src, roots)
+
+
+def _patched_tree(name: str, files: list[str], apply: Callable[[Path], None], src: str | os.PathLike | None,
+                  roots: tuple[str, ...]) -> Path:
     tree = PATCHED / name
     PATCHED.mkdir(parents=True, exist_ok=True)
     with _locked(PATCHED / f"{name}.lock"):  # test workers may ask for the same tree at once
@@ -293,13 +331,12 @@ def patched(name: str, changes: tuple[Change, ...], src: str | os.PathLike | Non
                 raise BuildError(f"{tarball}: a patched tree is made from a source tarball")
             root = _extract(tarball, tree / "x", roots)
             # What `build` needs to compile only the changed files over the base's classes.
-            (tree / CHANGES).write_text(json.dumps({"base": str(tarball), "files": sorted({c.rel for c in changes})}))
-            for c in changes:
-                text = (root / c.rel).read_text(encoding="utf-8")
-                if text.count(c.old) != c.count:
-                    raise BuildError(f"{name}: {c.rel} holds the text to change {text.count(c.old)} times, "
-                                     f"not {c.count}")
-                (root / c.rel).write_text(text.replace(c.old, c.new), encoding="utf-8")
+            (tree / CHANGES).write_text(json.dumps({"base": str(tarball), "files": files}))
+            try:
+                apply(root)
+            except BaseException:
+                shutil.rmtree(tree, ignore_errors=True)
+                raise
             (tree / ".patched").write_text(str(root.relative_to(tree)))
     return tree / (tree / ".patched").read_text()
 
@@ -342,6 +379,19 @@ def build(tree: Path, cache: Path = BUILD, target: Target = CORE) -> Classpath:
     return built
 
 
+def stood_in(files: list[str], target: Target) -> list[str]:
+    """The files a target does not build from the tree: a stand-in of ours replaces their class
+    (java/stubs*/), so a change to them is not compiled or run there."""
+    return [rel for rel in files if any((JAVA / stub / rel.split("/src/main/java/", 1)[-1]).exists()
+                                        for stub in target.stubs)]
+
+
+def changed_files(tree: Path) -> list[str]:
+    """The files `patched` or `from_diff` changed in the tree (none for any other tree)."""
+    changed = _changes_of(Path(tree))
+    return list(changed["files"]) if changed else []
+
+
 def _changes_of(tree: Path) -> dict | None:
     """A tree made by `patched`: its base tarball and changed files (None for any other tree)."""
     for folder in tree.parents[:2]:
@@ -359,8 +409,8 @@ def _compile_changes(tree: Path, changed: dict, base: Classpath, target: Target,
     work = Path(tempfile.mkdtemp(prefix="building-", dir=classes.parent.parent))
     try:
         shutil.copytree(base.classes, work / "classes")
-        sources = [tree / rel for rel in changed["files"]
-                   if (base.classes / rel.split("/src/main/java/", 1)[-1]).with_suffix(".class").exists()]
+        sources = [tree / rel for rel in changed["files"] if rel not in stood_in(changed["files"], target)
+                   and (base.classes / rel.split("/src/main/java/", 1)[-1]).with_suffix(".class").exists()]
         if sources:
             cmd = [javac, "-nowarn", "-encoding", "UTF-8", *target.javac_flags, "-implicit:none",
                    "-d", str(work / "classes"), "-cp", os.pathsep.join(map(str, (base.classes, *base.jars))),

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import FlakyFailure, NoSuchExample
 
 from rmqcheck.checkers.counterexamples.replay import ddmin
+from rmqcheck.model.bugs import SNAPSHOT
 
 from .driver import run_both
 from .model_side import ModelSide
@@ -128,10 +129,11 @@ class Divergence(NamedTuple):
         return self.steps[-1]
 
 
-def run_sequence(driver: Any, requests: Sequence[dict], stop_at_first: bool = True, ha_driver: Any = None) -> list[Step]:
+def run_sequence(driver: Any, requests: Sequence[dict], stop_at_first: bool = True, ha_driver: Any = None,
+                 bugs: frozenset[str] = SNAPSHOT) -> list[Step]:
     """Run one sequence on both sides; the steps up to and including the first divergence (or
     all of them)."""
-    return run_many(driver, [requests], stop_at_first, ha_driver)[0]
+    return run_many(driver, [requests], stop_at_first, ha_driver, bugs)[0]
 
 
 def is_ha(req: dict) -> bool:
@@ -152,12 +154,13 @@ class _Prepared(NamedTuple):
         return [b for b in self.bound if is_ha(b)]
 
 
-def prepare(sequences: Sequence[Sequence[dict]]) -> _Prepared:
+def prepare(sequences: Sequence[Sequence[dict]], bugs: frozenset[str] = SNAPSHOT) -> _Prepared:
     """The model's side first: each request's symbolic arguments bound from the model's state,
-    then answered (each sequence starts with a reset, so they can share one batch)."""
+    then answered (each sequence starts with a reset, so they can share one batch). `bugs`: the
+    toggles the model keeps on, the snapshot's defects unless an intended form is asked for."""
     bound, mine = [], []
     for requests in sequences:
-        model = ModelSide()
+        model = ModelSide(bugs=bugs)
         for req in requests:
             b = bind(req, model)
             bound.append(b)
@@ -185,10 +188,10 @@ def compare(p: _Prepared, core: list[dict], ha: list[dict], stop_at_first: bool 
 
 
 def run_many(driver: Any, sequences: Sequence[Sequence[dict]], stop_at_first: bool = True,
-             ha_driver: Any = None) -> list[list[Step]]:
+             ha_driver: Any = None, bugs: frozenset[str] = SNAPSHOT) -> list[list[Step]]:
     """Run sequences on both sides: the model, then every bound request through the JVMs in one
     round trip each (HA requests carry their state and go to the HA driver)."""
-    p = prepare(sequences)
+    p = prepare(sequences, bugs)
     return compare(p, *run_both(driver, p.core(), ha_driver, p.ha()), stop_at_first)
 
 
@@ -203,13 +206,13 @@ def _diverged_on(steps: list[Step]) -> frozenset[str]:
     return frozenset(k for k, _, _ in steps[-1].diffs) if steps and steps[-1].diffs else frozenset()
 
 
-def shrink(driver: Any, requests: Sequence[dict], ha_driver: Any = None) -> list[dict]:
+def shrink(driver: Any, requests: Sequence[dict], ha_driver: Any = None, bugs: frozenset[str] = SNAPSHOT) -> list[dict]:
     """Delta debugging over the requests after the preamble, keeping a divergence in the same
     fields; ends 1-minimal."""
-    head, target = list(requests[:PREAMBLE]), _diverged_on(run_sequence(driver, requests, ha_driver=ha_driver))
+    head, target = list(requests[:PREAMBLE]), _diverged_on(run_sequence(driver, requests, ha_driver=ha_driver, bugs=bugs))
 
     def still(tail: list[dict]) -> list[dict] | None:
-        steps = run_sequence(driver, head + tail, ha_driver=ha_driver)
+        steps = run_sequence(driver, head + tail, ha_driver=ha_driver, bugs=bugs)
         return tail[: len(steps) - PREAMBLE] if _diverged_on(steps) == target else None
 
     return head + ddmin(list(requests[PREAMBLE:]), still)
@@ -220,12 +223,12 @@ BATCH = 25  # sequences per JVM round trip
 
 def conform(driver: Any, seed: int, budget: float, max_ops: int = 40, max_sequences: int | None = None,
             progress: Callable[[int, int, float], None] | None = None, generator: str = "random",
-            ha_driver: Any = None) -> Tally:
+            ha_driver: Any = None, bugs: frozenset[str] = SNAPSHOT) -> Tally:
     """Generate sequences until one diverges (then shrink it) or the budget (or max_sequences)
     is spent. Sequence i of seed S is drawn from `Random(f"{S}:{i}")`, so it can be re-made
     alone; with generator="hypothesis" Hypothesis draws them and shrinks the divergence."""
     if generator == "hypothesis":
-        return _conform_hypothesis(driver, seed, budget, max_ops, max_sequences, ha_driver)
+        return _conform_hypothesis(driver, seed, budget, max_ops, max_sequences, ha_driver, bugs)
     start, made, ops = time.perf_counter(), 0, 0
     last_report = start
     ha = ha_driver is not None
@@ -234,7 +237,7 @@ def conform(driver: Any, seed: int, budget: float, max_ops: int = 40, max_sequen
         if time.perf_counter() - start >= budget or (max_sequences is not None and first >= max_sequences):
             return None
         n = BATCH if max_sequences is None else min(BATCH, max_sequences - first)
-        return prepare([sequence(RandomChooser(Random(f"{seed}:{first + i}")), max_ops, ha) for i in range(n)])
+        return prepare([sequence(RandomChooser(Random(f"{seed}:{first + i}")), max_ops, ha) for i in range(n)], bugs)
 
     # The JVMs answer one batch while this thread prepares the next (the drivers wait on pipes,
     # which releases the GIL).
@@ -247,9 +250,9 @@ def conform(driver: Any, seed: int, budget: float, max_ops: int = 40, max_sequen
                 made += 1
                 ops += len(steps)
                 if steps[-1].diffs:
-                    shrunk = shrink(driver, requests, ha_driver)
+                    shrunk = shrink(driver, requests, ha_driver, bugs)
                     return Tally(made, ops, time.perf_counter() - start,
-                                 Divergence(run_sequence(driver, shrunk, ha_driver=ha_driver)))
+                                 Divergence(run_sequence(driver, shrunk, ha_driver=ha_driver, bugs=bugs)))
             current = following
             if progress and time.perf_counter() - last_report > 5:
                 last_report = time.perf_counter()
@@ -262,7 +265,7 @@ class _Spent(Exception):
 
 
 def _conform_hypothesis(driver: Any, seed: int, budget: float, max_ops: int, max_sequences: int | None,
-                        ha_driver: Any) -> Tally:
+                        ha_driver: Any, bugs: frozenset[str]) -> Tally:
     start = time.perf_counter()
     count = {"sequences": 0, "ops": 0}
     found: list[bool] = []
@@ -270,7 +273,7 @@ def _conform_hypothesis(driver: Any, seed: int, budget: float, max_ops: int, max
     def diverges(requests: list[dict]) -> bool:
         if not found and (time.perf_counter() - start > budget or count["sequences"] == max_sequences):
             raise _Spent
-        steps = run_sequence(driver, requests, ha_driver=ha_driver)
+        steps = run_sequence(driver, requests, ha_driver=ha_driver, bugs=bugs)
         if not found:
             count["sequences"] += 1
             count["ops"] += len(steps)
@@ -289,7 +292,7 @@ def _conform_hypothesis(driver: Any, seed: int, budget: float, max_ops: int, max
             return Tally(count["sequences"], count["ops"], time.perf_counter() - start, None)
         raise
     return Tally(count["sequences"], count["ops"], time.perf_counter() - start,
-                 Divergence(run_sequence(driver, shrunk, ha_driver=ha_driver)))
+                 Divergence(run_sequence(driver, shrunk, ha_driver=ha_driver, bugs=bugs)))
 
 
 # --- scenario files ---------------------------------------------------------------------------
@@ -320,11 +323,15 @@ def parse_request(line: str, where: str) -> dict:
     return req
 
 
-def write_scenario(div: Divergence, path: Path, note: str = "") -> Path:
+INTENDED = "intended"  # a scenario line naming a toggle the model had off (conform --intended)
+
+
+def write_scenario(div: Divergence, path: Path, note: str = "", intended: Iterable[str] = ()) -> Path:
     last = div.last
     lines = [f"{HEADER}   # RocketMQ's classes against the model, one request per line", f"# {note}" if note else None,
              f"# diverges at request {len(div.steps)}: "
              + "; ".join(f"{k}: java {j!r}, model {m!r}" for k, j, m in last.diffs)]
+    lines += [f"{INTENDED} {t}   # the model's intended form of this defect" for t in sorted(intended)]
     lines += [format_request(s.request) for s in div.steps]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(line for line in lines if line is not None) + "\n")
@@ -344,11 +351,21 @@ def read_scenario(path: str | Path) -> list[dict]:
     text = Path(path).read_text(encoding="utf-8").splitlines()
     for n, raw in enumerate(text[1:], start=2):
         line = raw.split("#")[0].strip()
-        if line:
+        if line and line.split()[0] != INTENDED:
             out.append(parse_request(line, f"{path}:{n}"))
     if not out:
         raise ValueError(f"{path}: a conform scenario with no request")
     return out
+
+
+def scenario_bugs(path: str | Path) -> frozenset[str]:
+    """The toggles the model keeps on for a scenario: the snapshot's, less its `intended` lines."""
+    lines = (raw.split("#")[0].split() for raw in Path(path).read_text(encoding="utf-8").splitlines()[1:])
+    intended = {words[1] for words in lines if len(words) == 2 and words[0] == INTENDED}
+    unknown = intended - SNAPSHOT
+    if unknown:
+        raise ValueError(f"{path}: {INTENDED} {sorted(unknown)[0]}: not one of the snapshot's defects")
+    return SNAPSHOT - intended
 
 
 def side_by_side(steps: Iterable[Step]) -> list[tuple[int, str, str, str, str]]:

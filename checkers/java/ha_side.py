@@ -144,12 +144,13 @@ def _log(end: int, starts: list[int], base: int = 0, unit: int = 1) -> tuple[cl.
     return log, tuple(msgs)
 
 
-def from_request(req: dict[str, Any]) -> tuple[str, tuple]:
+def from_request(req: dict[str, Any], bugs: frozenset[str] = SNAPSHOT) -> tuple[str, tuple]:
     """The model call a generated request stands for: (function name, arguments), the broker
-    rebuilt from the request's state and the snapshot's configuration."""
+    rebuilt from the request's state and the snapshot's configuration (`bugs`: the toggles on,
+    the snapshot's defects unless an intended form is asked for)."""
     name = _BY_OP[req["op"]]
     base, unit = req.get("scale", (0, 1))
-    cfg = Config(brokers=5, all_ack=req["all_ack"], not_catchup_time=req["not_catchup"], bugs=SNAPSHOT,
+    cfg = Config(brokers=5, all_ack=req["all_ack"], not_catchup_time=req["not_catchup"], bugs=bugs,
                  base_offset=base, unit_bytes=unit)
     log, msgs = _log(req["max"], req["message_starts"], base, unit)
     entries = tuple((e, s) for e, s in req["epochs"])
@@ -176,5 +177,5 @@ def from_request(req: dict[str, Any]) -> tuple[str, tuple]:
     return name, (b, cfg)
 
 
-def answer_request(req: dict[str, Any]) -> dict[str, Any]:
-    return answer(*from_request(req))
+def answer_request(req: dict[str, Any], bugs: frozenset[str] = SNAPSHOT) -> dict[str, Any]:
+    return answer(*from_request(req, bugs))

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from rmqcheck.model import controller as ctl
 from rmqcheck.model import epochfile as ef
+from rmqcheck.model.bugs import SNAPSHOT
 
 from . import ha_side
 
@@ -30,8 +31,9 @@ class ControllerSide(NamedTuple):
 class ModelSide:
     """Holds the model's state between requests; `answer(request)` runs one."""
 
-    def __init__(self, brokers: int = MAX_ID) -> None:
+    def __init__(self, brokers: int = MAX_ID, bugs: frozenset[str] = SNAPSHOT) -> None:
         self.brokers = brokers  # ids 1..brokers can heartbeat
+        self.bugs = bugs  # the HA rules' toggles: the snapshot's defects, or fewer for an intended form
         self.controller = self._fresh(False, 2)
         self.caches: dict[str, ef.EpochFile] = {}
         self.now = 0  # the logical clock of the request being answered
@@ -160,7 +162,7 @@ class ModelSide:
         if req["op"] == "ping":
             return {"ok": True}
         if req["op"].startswith("ha_"):  # HA requests carry their state
-            return ha_side.answer_request(req)
+            return ha_side.answer_request(req, self.bugs)
         if req["op"].startswith("epoch_") or req["op"] == "find_consistent_point":
             return self.epoch_answer(req)
         return self.controller_answer(req)

@@ -21,7 +21,7 @@ level is done.
 Why the states bypass Spark's shuffle: a pickled state is about 1 KB on its own, but a batch of
 states from one lineage shares most of its structure (pickle writes a shared object once), so a
 file of them costs about a quarter as much to write and an eighth as much to read, and the
-executor JVMs only move fingerprints. Measured (README), this doubled each executor's rate and
+executor JVMs only move fingerprints. Measured (docs/performance.md), this doubled each executor's rate and
 took two executors from 1.52x one's rate to nearly 2x. On a real cluster the work directory must
 be a folder every executor sees at the same path (NFS, say: a rename must be atomic), as the
 Parquet links already need.

@@ -97,7 +97,7 @@ class Standard(NamedTuple):
 _SAFE = dict(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), message_sizes=(1,))
 
 # Standard configurations: the safe settings (allAckInSyncStateSet, SYNC_FLUSH, no unclean
-# election) on the intended baseline. Their state counts are in the README.
+# election) on the intended baseline. Their state counts are in docs/exploration.md.
 STANDARD: dict[str, Standard] = {
     "std2": Standard(
         Config(brokers=2, max_messages=1, faults=NO_FAULTS._replace(crashes=1), **_SAFE),

@@ -1,6 +1,6 @@
 """A portfolio hunt: every search method on one configuration, sharing one budget.
 
-No single method finds every bug soonest (the bug table in the README says which found each):
+No single method finds every bug soonest (the bug table in docs/bugs.md says which found each):
 the Hypothesis stateful hunt shrinks well, guided walks reach deep states from a corpus,
 breadth-first exploration of growing scopes finds the shortest counterexample of a small one.
 So a portfolio runs them in rounds, each method a slice of the budget per round, and each round

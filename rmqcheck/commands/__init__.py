@@ -2,6 +2,8 @@
 `common` (and what `cluster` and `replay` share about a recorded run, in `cluster_runs`); no
 command imports another command's module."""
 
-from . import bugs, check, cluster, conform, explore, hunt, invariants, matrix, prove, replay, report, scenario, simulate, validate
+from . import (bugs, check, cluster, conform, explore, findings, hunt, invariants, matrix, prove, replay, report, scenario,
+               simulate, validate)
 
-COMMANDS = (check, hunt, explore, conform, cluster, matrix, report, replay, prove, bugs, invariants, simulate, validate, scenario)
+COMMANDS = (check, hunt, explore, conform, cluster, matrix, report, replay, prove, bugs, findings, invariants, simulate, validate,
+            scenario)

@@ -47,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_engine_options(p, "each (toggle, method) measure")
     p.add_argument("--markdown", help="with --measure: also write the table here")
     p.add_argument("--json", help="with --measure: also write every run as JSON here")
-    p.add_argument("--readme", help="with --measure: replace the <!-- bugs:start/end --> block of this file")
+    p.add_argument("--readme", metavar="FILE", help="with --measure: replace the <!-- bugs:start/end --> block of "
+                   "this file (make bugs: docs/bugs.md)")
     p.add_argument("--update", metavar="JSON", help="with --measure and --only or --method: replace those measures "
                    "in this earlier --json file, keep the rest, and write the tables of the whole")
     add_result_options(p)
@@ -58,7 +59,8 @@ def run(args) -> int:
         return _measure_bugs(args)
     for t in TOGGLES:
         where = "in the snapshot (on by default)" if t.in_snapshot else "not in the snapshot"
-        out.print(f"[bold]{t.name}[/]  {t.ref}, {where}; caught by {', '.join(t.catches) or 'nothing (see README)'}")
+        caught = ", ".join(t.catches) or "nothing (see docs/findings.md)"
+        out.print(f"[bold]{t.name}[/]  {t.ref}, {where}; caught by {caught}")
         out.print(f"    source: {t.source}")
         out.print(f"    {t.summary}\n")
     for mode in modes.MODES.values():

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 from rmqcheck.checkers.java import build, conform, coverage, lockstep
 from rmqcheck.checkers.java.driver import DriverError
 from rmqcheck.model import configs
+from rmqcheck.model.bugs import SNAPSHOT
 from rmqcheck.model.config import Config
 from rmqcheck.outputs import check_folder, check_output, output_folder, write_atomically
 from rmqcheck.traces.files import part_name, write_part
@@ -50,6 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--generator", choices=("random", "hypothesis"), default="random",
                    help="seeded random sequences shrunk by delta debugging (default: the fastest), or Hypothesis "
                         "draws shrunk by Hypothesis")
+    p.add_argument("--intended", action="append", metavar="TOGGLE", default=[],
+                   help="compare with the model's intended form of this snapshot defect (repeatable): the model "
+                        "answers with that toggle off, as a patched tree should (docs/findings/)")
     p.add_argument("--out", default="counterexamples/conform", help="directory for the divergence's scenario file")
     p.add_argument("--coverage", metavar="OUT",
                    help="measure the branch coverage of RocketMQ's loaded classes (JaCoCo) and write it to OUT as "
@@ -69,6 +73,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    for toggle in args.intended:
+        if toggle not in SNAPSHOT:
+            raise UsageError(f"--intended {toggle}: not one of the snapshot's defects (`rmqcheck bugs` lists them)")
+    if args.intended and args.record:
+        raise UsageError("--intended: only when comparing, not with --record")
     if args.record:
         check_folder(args.record, "--record", args.force)  # before the JVMs start
     check_output(args.coverage, "--coverage")
@@ -96,26 +105,28 @@ def _write_coverage(path: str, drivers: Drivers, execs: Path) -> None:
 
 
 def _compare(args, drivers: Drivers) -> int:
-    out.print(f"conformance: RocketMQ's classes against the model, seed {args.seed}, budget {args.budget:g}s, "
-              f"up to {args.ops} requests a sequence")
+    form = f"the intended form of {', '.join(args.intended)}" if args.intended else "the snapshot's form"
+    out.print(f"conformance: RocketMQ's classes against the model ({form}), seed {args.seed}, budget "
+              f"{args.budget:g}s, up to {args.ops} requests a sequence")
 
     with Bar("conformance", args.budget) as bar:
         def progress(sequences: int, ops: int, seconds: float) -> None:
             bar.update(f"{sequences:,} sequences, {ops:,} requests compared, {ops / max(seconds, 1e-9):,.0f}/s")
 
         tally = conform.conform(drivers.core, args.seed, args.budget, args.ops, args.sequences, progress,
-                                args.generator, ha_driver=drivers.ha)
+                                args.generator, ha_driver=drivers.ha, bugs=SNAPSHOT - frozenset(args.intended))
     rate = tally.operations / max(tally.seconds, 1e-9)
     out.print(f"{tally.sequences:,} sequences, {tally.operations:,} requests compared in {tally.seconds:.1f}s "
               f"({rate:,.0f}/s); not compared (the model has none): {', '.join(conform.NOT_COMPARED)}")
-    case = f"RocketMQ's classes against the model (seed {args.seed})"
+    case = f"RocketMQ's classes against the model (seed {args.seed}" + "".join(f", intended {t}" for t in args.intended) + ")"
     if tally.divergence is None:
         out.print("[green]the code and the model agreed on every request[/]")
         args.results.add("conform", case, seconds=tally.seconds,
                          notes=[f"{tally.sequences:,} sequences, {tally.operations:,} requests; {drivers.loaded()}"])
         return 0
     path = conform.write_scenario(tally.divergence, Path(args.out) / f"conform-seed{args.seed}.scn",
-                                  f"rmqcheck conform --seed {args.seed}")
+                                  f"rmqcheck conform --seed {args.seed}" + "".join(f" --intended {t}" for t in args.intended),
+                                  args.intended)
     args.results.add("conform", case, "failed", divergence_text(tally.divergence), invariant="conformance",
                      file=path, seconds=tally.seconds)
     last = tally.divergence.last

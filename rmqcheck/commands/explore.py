@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="broker renaming")
     p.add_argument("--sleep-sets", action="store_true",
                    help="skip steps that another order of the same independent steps covers: the same states, "
-                        "fewer transitions (controller mode's safety invariants; README, 'Exhaustive exploration')")
+                        "fewer transitions (controller mode's safety invariants; docs/exploration.md)")
     p.add_argument("--out", default="counterexamples", help="directory for counterexample files")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--liveness", action="store_true", help="check the liveness properties (L1-L3) instead")

@@ -60,13 +60,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="counterexamples/matrix", help="directory for counterexample files")
     p.add_argument("--markdown", help="also write the tables to this file")
     p.add_argument("--json", help="also write every row and cell as JSON to this file")
-    p.add_argument("--readme", help="replace the <!-- matrix:start/end --> block of this file with the tables")
+    p.add_argument("--readme", metavar="FILE", help="replace the <!-- matrix:start/end --> block of this file "
+                   "with the tables (make matrix: docs/matrix.md)")
     add_result_options(p)
 
 
 def run(args) -> int:
     """The guarantee matrix (checkers/tables/matrix.py): every configuration of the documented space,
-    a verdict per invariant; Markdown and JSON copies, and the README's block when asked."""
+    a verdict per invariant; Markdown and JSON copies, and docs/matrix.md's block when asked."""
     where = dict(_key_value(w) for w in args.where or ())
     controller = matrix.controller_space(args.snapshot) if "controller" in args.modes else []
     others = [c for c in matrix.mode_space(args.snapshot) if modes.mode_for(c).name in args.modes]

@@ -40,6 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "service on RocketMQ's own classes")
     p.add_argument("--snapshot", action="store_true",
                    help="turn every defect the snapshot has on as well (run the actions as the code is)")
+    p.add_argument("--intended", action="append", metavar="TOGGLE", default=[],
+                   help="turn this defect off (repeatable): with --snapshot, the model of a tree whose patch fixes "
+                        "it (docs/findings/)")
     p.add_argument("--expect-fixed", action="store_true",
                    help="the file's violation should be gone (a fixed bug's regression check): exit 0 when it is not "
                         "reproduced, 1 when it still is. Without it, a file that claims a violation and does not "
@@ -67,6 +70,9 @@ def run(args) -> int:
                              "a cluster runs steps from the empty cluster")
         if args.keep:
             check_folder(args.keep, "--keep", args.force)
+    if args.intended and (conform.is_scenario(args.file) or modes.is_mode_file(args.file)):
+        raise UsageError("--intended: only for controller-mode counterexamples and scenarios (a conform scenario "
+                         "names its intended form in its own `intended` lines)")
     if conform.is_scenario(args.file):
         return _replay_conform(args)
     if modes.is_mode_file(args.file):
@@ -78,6 +84,11 @@ def run(args) -> int:
         print(f"rmqcheck: warning: {note}", file=sys.stderr)
     if args.snapshot:
         cx = cx._replace(config=cx.config._replace(bugs=cx.config.bugs | SNAPSHOT))
+    for toggle in args.intended:
+        if toggle not in cx.config.bugs:
+            raise UsageError(f"--intended {toggle}: not on in this file's model"
+                             + ("" if args.snapshot else " (with --snapshot, every snapshot defect is)"))
+    cx = cx._replace(config=cx.config._replace(bugs=cx.config.bugs - frozenset(args.intended)))
     truncation_hit = _replay_truncation(cx, args.file) if cx.truncation is not None else True
     if cx.truncation is not None and not cx.actions:
         return 1 if truncation_hit else not_reproduced(args.expect_fixed)
@@ -296,10 +307,11 @@ def _replay_conform(args) -> int:
     """A `conform` scenario: every request on RocketMQ's classes and on the model, side by side."""
     try:
         requests = conform.read_scenario(args.file)
+        bugs = conform.scenario_bugs(args.file)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise CounterexampleError(str(exc)) from None
     with Drivers(args.rocketmq_src, ha=any(conform.is_ha(r) for r in requests)) as drivers:
-        steps = conform.run_sequence(drivers.core, requests, stop_at_first=False, ha_driver=drivers.ha)
+        steps = conform.run_sequence(drivers.core, requests, stop_at_first=False, ha_driver=drivers.ha, bugs=bugs)
     table = Table(title=f"replay {args.file}: RocketMQ's classes | the model")
     for col in ("#", "request", "java", "model", "verdict"):
         table.add_column(col, overflow="fold")
