@@ -82,6 +82,8 @@ def run(args) -> int:
         tarball = build.locate(args.rocketmq_src)
     except build.BuildError as exc:
         raise UsageError(str(exc)) from None
+    if not tarball.is_file():
+        raise UsageError(f"--rocketmq-src {tarball}: --check patches a copy of a source tarball's tree, not a checkout")
     table = Table(title=f"rmqcheck findings --check: each patch against {tarball.name}", show_lines=True)
     for col in ("finding", "patch", "model (conform)", "running code (replay --cluster)", "RocketMQ's tests"):
         table.add_column(col, overflow="fold")
@@ -107,18 +109,19 @@ def _check(f: Finding, tarball: Path, conform_budget: float) -> list[tuple[str, 
     started = time.perf_counter()
     try:
         tree = build.from_diff(f.patch, tarball)
-        for target in (build.HA, build.CLUSTER):
-            build.build(tree, target=target)
+        builds = [build.build(tree, target=target) for target in (build.HA, build.CLUSTER)]
     except build.BuildError as exc:
         said = str(exc).splitlines()[0]
         return [(FAILED, said), (NOT_RUN, "the patch did not build"), (NOT_RUN, "the patch did not build"),
                 (NOT_RUN, "the patch did not build")]
     changed = build.changed_files(tree)
     stood_in = build.stood_in(changed, build.CLUSTER)
-    compiled = [Path(c).stem for c in changed if c not in stood_in]
-    patch = (PASSED, f"applies; {', '.join(compiled) or 'nothing'} compiled"
-             + (f"; not {', '.join(Path(c).stem for c in stood_in)}: a stand-in of rmqcheck's replaces it in the "
-                "cluster (checkers/java/java/stubs-broker/), so it neither builds nor runs that part" if stood_in else ""))
+    compiled = [c for c in changed if c not in stood_in and any(
+        (b.classes / c.split("/src/main/java/", 1)[-1]).with_suffix(".class").exists() for b in builds)]
+    unused = [Path(c).stem for c in changed if c not in compiled]
+    patch = (PASSED, f"applies; {', '.join(Path(c).stem for c in compiled) or 'nothing'} compiled"
+             + (f"; not {', '.join(unused)}: replaced by a stand-in of rmqcheck's (checkers/java/java/stubs-*/) or "
+                "not loaded by the conformance and cluster builds, so neither built nor run" if unused else ""))
     out.print(f"{f.name}: patched tree {tree} ({time.perf_counter() - started:.0f}s)")
     return [patch, _model(f, tree, tarball, conform_budget), _running_code(f, tree, tarball), _junit(tarball, changed)]
 
