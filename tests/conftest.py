@@ -50,10 +50,11 @@ def pytest_itemcollected(item):
 
 # The order in which `make test`'s two workers take the modules (pytest-xdist --dist loadfile with
 # --no-loadscope-reorder hands them out in collection order): the longest first, so neither
-# worker is left alone with a long one at the end (SPARK_MODULES are one unit, placed by its first
-# module). Seconds measured on 2 busy cores, 2026-11-26 (docs/performance.md); a stale figure
-# costs balance, never a result. The modules not named follow in their own order, and test_packaging comes last: it uses the CI workflow run
-# that test_ci_docs makes, and would otherwise wait about 40 s for it on the other worker.
+# worker is left alone with a long one at the end (SPARK_MODULES are one unit, "spark"). Seconds:
+# the tests' own times in a warm run on both cores, 2026-11-27 (docs/performance.md); a stale
+# figure costs balance, never a result. The modules not named follow in their own order, and
+# test_packaging comes last: it uses the CI workflow run that test_ci_docs makes, and would
+# otherwise wait about 40 s for it on the other worker.
 MODULE_SECONDS = {"spark": 280, "test_explore": 113, "test_cluster": 104, "test_footprint": 92, "test_fuzz": 75,
                   "test_ci_docs": 71, "test_proofs": 45, "test_java_mutants": 44, "test_cli": 43, "test_java_driver": 39,
                   "test_reach": 38, "test_rediscovery": 32, "test_recovery": 25, "test_dledger": 24, "test_matrix": 20,
