@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from rmqcheck.checkers.java import conform
 from rmqcheck.checkers.java.model_side import ModelSide
 from rmqcheck.model import controller as ctl
+from rmqcheck.model.bugs import SNAPSHOT
 
 
 class ModelDriver:
@@ -119,3 +120,18 @@ def test_the_generator_reaches_every_alter_sync_state_set_check_and_both_registr
             ctl.CONTROLLER_INVALID_MASTER, ctl.CONTROLLER_FENCED_MASTER_EPOCH,
             ctl.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH, ctl.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED} <= alter
     assert register == {True, False}
+
+
+def test_a_scenario_s_intended_lines_name_one_snapshot_defect_each(tmp_path):
+    """`intended NAME` lines (conform --intended) set the model's form; a malformed or unknown one
+    is bad input naming the file, not a line skipped."""
+    scn = tmp_path / "x.scn"
+    scn.write_text("conform\nintended confirm_skips_unacked_members   # why\nping\n")
+    assert conform.scenario_bugs(scn) == SNAPSHOT - {"confirm_skips_unacked_members"}
+    assert [r["op"] for r in conform.read_scenario(scn)] == ["ping"]
+    scn.write_text("conform\nintended a b\nping\n")
+    with pytest.raises(ValueError, match=r"x.scn:2: `intended TOGGLE` names one toggle"):
+        conform.read_scenario(scn)
+    scn.write_text("conform\nintended nope\nping\n")
+    with pytest.raises(ValueError, match=r"x.scn: intended nope: not one of the snapshot's defects"):
+        conform.scenario_bugs(scn)

@@ -49,7 +49,7 @@ def test_each_open_finding_has_a_report_with_every_section_and_a_scenario_that_e
 
 
 def _touched(patch: Path) -> list[str]:
-    return re.findall(r"^\+\+\+ b/(\S+)", patch.read_text(), re.M)
+    return build.diff_files(patch.read_text())
 
 
 @pytest.mark.parametrize("name", sorted(SNAPSHOT - set(FIXED_UPSTREAM)))

@@ -302,7 +302,7 @@ def from_diff(diff: Path, src: str | os.PathLike | None = None, roots: tuple[str
         text = diff.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BuildError(f"{diff}: cannot read the patch ({exc})") from None
-    files = sorted(set(re.findall(r"^\+\+\+ b/(\S+)", text, re.M)))
+    files = diff_files(text)
     if not files:
         raise BuildError(f"{diff}: not a unified diff with a/ and b/ paths (no '+++ b/...' line)")
     if shutil.which("patch") is None:
@@ -317,6 +317,11 @@ def from_diff(diff: Path, src: str | os.PathLike | None = None, roots: tuple[str
 
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return _patched_tree(f"{diff.stem}-{digest}", files, apply, src, roots)
+
+
+def diff_files(text: str) -> list[str]:
+    """The files a unified diff with a/ and b/ paths changes."""
+    return sorted(set(re.findall(r"^\+\+\+ b/(\S+)", text, re.M)))
 
 
 def _patched_tree(name: str, files: list[str], apply: Callable[[Path], None], src: str | os.PathLike | None,
@@ -379,11 +384,22 @@ def build(tree: Path, cache: Path = BUILD, target: Target = CORE) -> Classpath:
     return built
 
 
+def _source_rel(rel: str) -> str:
+    """A tree's source file by its package path (store/src/main/java/org/... -> org/...)."""
+    return rel.split("/src/main/java/", 1)[-1]
+
+
 def stood_in(files: list[str], target: Target) -> list[str]:
     """The files a target does not build from the tree: a stand-in of ours replaces their class
     (java/stubs*/), so a change to them is not compiled or run there."""
-    return [rel for rel in files if any((JAVA / stub / rel.split("/src/main/java/", 1)[-1]).exists()
-                                        for stub in target.stubs)]
+    return [rel for rel in files if any((JAVA / stub / _source_rel(rel)).exists() for stub in target.stubs)]
+
+
+def compiled(files: list[str], target: Target, classes: Path) -> list[str]:
+    """Of a patched tree's changed files, those the target compiles: its build loads their class
+    (`classes` holds it) and no stand-in of ours replaces it."""
+    stood = set(stood_in(files, target))
+    return [rel for rel in files if rel not in stood and (classes / _source_rel(rel)).with_suffix(".class").exists()]
 
 
 def changed_files(tree: Path) -> list[str]:
@@ -409,8 +425,7 @@ def _compile_changes(tree: Path, changed: dict, base: Classpath, target: Target,
     work = Path(tempfile.mkdtemp(prefix="building-", dir=classes.parent.parent))
     try:
         shutil.copytree(base.classes, work / "classes")
-        sources = [tree / rel for rel in changed["files"] if rel not in stood_in(changed["files"], target)
-                   and (base.classes / rel.split("/src/main/java/", 1)[-1]).with_suffix(".class").exists()]
+        sources = [tree / rel for rel in compiled(changed["files"], target, base.classes)]
         if sources:
             cmd = [javac, "-nowarn", "-encoding", "UTF-8", *target.javac_flags, "-implicit:none",
                    "-d", str(work / "classes"), "-cp", os.pathsep.join(map(str, (base.classes, *base.jars))),

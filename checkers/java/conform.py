@@ -351,21 +351,32 @@ def read_scenario(path: str | Path) -> list[dict]:
     text = Path(path).read_text(encoding="utf-8").splitlines()
     for n, raw in enumerate(text[1:], start=2):
         line = raw.split("#")[0].strip()
-        if line and line.split()[0] != INTENDED:
+        if line.split()[:1] == [INTENDED]:
+            if len(line.split()) != 2:
+                raise ValueError(f"{path}:{n}: `{INTENDED} TOGGLE` names one toggle")
+        elif line:
             out.append(parse_request(line, f"{path}:{n}"))
     if not out:
         raise ValueError(f"{path}: a conform scenario with no request")
     return out
 
 
+def intended_form(names: Iterable[str]) -> frozenset[str]:
+    """The toggles the model keeps on for the intended form of `names`: the snapshot's, less them."""
+    names = frozenset(names)
+    unknown = sorted(names - SNAPSHOT)
+    if unknown:
+        raise ValueError(f"{INTENDED} {unknown[0]}: not one of the snapshot's defects")
+    return SNAPSHOT - names
+
+
 def scenario_bugs(path: str | Path) -> frozenset[str]:
     """The toggles the model keeps on for a scenario: the snapshot's, less its `intended` lines."""
     lines = (raw.split("#")[0].split() for raw in Path(path).read_text(encoding="utf-8").splitlines()[1:])
-    intended = {words[1] for words in lines if len(words) == 2 and words[0] == INTENDED}
-    unknown = intended - SNAPSHOT
-    if unknown:
-        raise ValueError(f"{path}: {INTENDED} {sorted(unknown)[0]}: not one of the snapshot's defects")
-    return SNAPSHOT - intended
+    try:
+        return intended_form(words[1] for words in lines if words[:1] == [INTENDED])
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def side_by_side(steps: Iterable[Step]) -> list[tuple[int, str, str, str, str]]:

@@ -12,6 +12,8 @@ import tarfile
 from pathlib import Path
 from typing import NamedTuple
 
+from . import build
+
 # What RocketMQ's tests of the broker and the store compile against (pom.xml at the snapshot), by
 # the file-name patterns under which Debian or Maven keeps each.
 LIBRARIES = {
@@ -20,7 +22,7 @@ LIBRARIES = {
     "assertj-core 3.22": ("assertj-core-3.2[2-9]*.jar",),
     "awaitility 4": ("awaitility-4.*.jar",),
 }
-PLACES = (Path("/usr/share/java"), Path(os.path.expanduser("~/.m2/repository")))
+PLACES = (build.JAR_DIR, Path(os.path.expanduser("~/.m2/repository")))
 
 
 class TestsOf(NamedTuple):

@@ -16,7 +16,6 @@ from typing import Any, Iterator
 from rmqcheck.checkers.java import build, conform, coverage, lockstep
 from rmqcheck.checkers.java.driver import DriverError
 from rmqcheck.model import configs
-from rmqcheck.model.bugs import SNAPSHOT
 from rmqcheck.model.config import Config
 from rmqcheck.outputs import check_folder, check_output, output_folder, write_atomically
 from rmqcheck.traces.files import part_name, write_part
@@ -73,9 +72,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    for toggle in args.intended:
-        if toggle not in SNAPSHOT:
-            raise UsageError(f"--intended {toggle}: not one of the snapshot's defects (`rmqcheck bugs` lists them)")
+    try:
+        conform.intended_form(args.intended)  # refused before any JVM starts
+    except ValueError as exc:
+        raise UsageError(f"--{exc} (`rmqcheck bugs` lists them)") from None
     if args.intended and args.record:
         raise UsageError("--intended: only when comparing, not with --record")
     if args.record:
@@ -114,7 +114,7 @@ def _compare(args, drivers: Drivers) -> int:
             bar.update(f"{sequences:,} sequences, {ops:,} requests compared, {ops / max(seconds, 1e-9):,.0f}/s")
 
         tally = conform.conform(drivers.core, args.seed, args.budget, args.ops, args.sequences, progress,
-                                args.generator, ha_driver=drivers.ha, bugs=SNAPSHOT - frozenset(args.intended))
+                                args.generator, ha_driver=drivers.ha, bugs=conform.intended_form(args.intended))
     rate = tally.operations / max(tally.seconds, 1e-9)
     out.print(f"{tally.sequences:,} sequences, {tally.operations:,} requests compared in {tally.seconds:.1f}s "
               f"({rate:,.0f}/s); not compared (the model has none): {', '.join(conform.NOT_COMPARED)}")

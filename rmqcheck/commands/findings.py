@@ -109,15 +109,14 @@ def _check(f: Finding, tarball: Path, conform_budget: float) -> list[tuple[str, 
     started = time.perf_counter()
     try:
         tree = build.from_diff(f.patch, tarball)
-        builds = [build.build(tree, target=target) for target in (build.HA, build.CLUSTER)]
+        builds = [(target, build.build(tree, target=target)) for target in (build.HA, build.CLUSTER)]
     except build.BuildError as exc:
         said = str(exc).splitlines()[0]
         return [(FAILED, said), (NOT_RUN, "the patch did not build"), (NOT_RUN, "the patch did not build"),
                 (NOT_RUN, "the patch did not build")]
     changed = build.changed_files(tree)
-    stood_in = build.stood_in(changed, build.CLUSTER)
-    compiled = [c for c in changed if c not in stood_in and any(
-        (b.classes / c.split("/src/main/java/", 1)[-1]).with_suffix(".class").exists() for b in builds)]
+    built = {c for target, b in builds for c in build.compiled(changed, target, b.classes)}
+    compiled = [c for c in changed if c in built]
     unused = [Path(c).stem for c in changed if c not in compiled]
     patch = (PASSED, f"applies; {', '.join(Path(c).stem for c in compiled) or 'nothing'} compiled"
              + (f"; not {', '.join(unused)}: replaced by a stand-in of rmqcheck's (checkers/java/java/stubs-*/) or "
