@@ -130,6 +130,9 @@ class Cluster:
             self.nodes[b] = BrokerNode(b, self.classpath, self.dir / "stores" / f"broker-{b}", self.inbox)
             self.epoch_files[b] = epochfiles.PageCache(self.nodes[b].store)
             self.restart(b)
+        for b in self.brokers:  # a start that found no master (a learner not to be elected) tries again, as
+            if (self.observe(b) or {}).get("rm_state") not in (None, "RUNNING"):  # its start-retry loop would
+                self.task(b, "retry_start")
         self._note_epoch_files()  # what the start wrote, at the controller's first tick
 
     def close(self) -> None:
@@ -390,11 +393,12 @@ class Cluster:
         self.ha_ports[b] = None
         self._forget(b)
 
-    def power_loss(self, b: int) -> str:
-        """The JVM halts and every byte not flushed is lost: the commit log and consume queue
-        files keep only their flushed prefix (the rest zeroed, as a file system that lost it
-        reads; the flushed positions are the store's own, reported just before the halt); the
-        epoch files keep their last version the file system had written back (epochfiles.py;
+    def power_loss(self, b: int, commit_log_kept_to: int = 0) -> str:
+        """The JVM halts and every byte not flushed is lost: the commit log and consume queue files
+        keep only their flushed prefix (the rest zeroed, as a file system that lost it reads; the
+        positions are the store's own, reported just before the halt; the commit log also keeps
+        what lies before `commit_log_kept_to`: pages the OS wrote back), the epoch files their
+        last version the file system had written back (epochfiles.py;
         this answers "kept", "reverted" or "lost"). The checkpoint file loses nothing:
         StoreCheckpoint writes its mapped page only in flush(), which forces it at once."""
         node = self.nodes[b]
@@ -408,7 +412,9 @@ class Cluster:
             raise ClusterError(f"broker {b}: power loss: no flushed positions came before the halt "
                                f"({reply.get('exception') or node.log_tail()})")
         for name, position in reply["flushed"].items():
-            _drop_after(Path(name), int(position))
+            path = Path(name)  # a commit-log file is named by its first offset
+            kept = commit_log_kept_to - int(path.name) if path.parent.name == "commitlog" else 0
+            _drop_after(path, max(int(position), kept))
         return self.epoch_files[b].after_power_loss(self.controller.now, self.cfg.epoch_file_writeback)
 
     def _note_epoch_files(self) -> None:
@@ -487,13 +493,7 @@ def _drop_after(path: Path, position: int) -> None:
         size = path.stat().st_size
     except FileNotFoundError:
         return
-    if position >= size:
-        return
     with open(path, "r+b") as f:
-        f.seek(position)
-        left = size - position
-        chunk = b"\0" * min(left, 1 << 20)
-        while left > 0:
-            f.write(chunk[: min(left, len(chunk))])
-            left -= min(left, len(chunk))
-
+        for at in range(position, size, 1 << 20):
+            f.seek(at)
+            f.write(b"\0" * min(1 << 20, size - at))

@@ -145,6 +145,7 @@ def _fixed(kind: str, why: str) -> Step:
     """A step the harness does not drive: the code's own, or not drivable, and why."""
     def step(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
         return kind, why
+    step.kind = kind  # type: ignore[attr-defined]
     return step
 
 
@@ -227,17 +228,44 @@ def _hb_timeout(x: Context, a: Action, before: State, after: State) -> tuple[str
 
 def _crash(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
     """`crash keep=K`: kill -9 when the page cache keeps every unflushed byte the model keeps,
-    power loss (every unflushed byte gone) when it keeps none; between the two, power loss is the
-    nearest the harness has."""
+    power loss (every unflushed byte gone) when it keeps none; between the two, a power loss
+    whose commit log keeps the same messages past the flushed ones, and of a message the model
+    tears, the same share of its bytes (recovery must cut it)."""
     _, b, keep = a
     unflushed = cl.unflushed(before.broker(b).log)
     if keep >= unflushed:
         x.c.crash(b)
         return DRIVEN, f"kill -9 of broker {b}"
-    x.c.power_loss(b)
     if keep == 0:
+        x.c.power_loss(b)
         return DRIVEN, f"power loss of broker {b}"
-    return NOT_DRIVABLE, f"keeping {keep} of {unflushed} unflushed bytes: done as a power loss (none kept)"
+    kept_to, why = _commit_log_kept_to(x, before, b, keep)
+    x.c.power_loss(b, kept_to)
+    if why:
+        return NOT_DRIVABLE, f"keeping {keep} of {unflushed} unflushed bytes: {why}; done as a power loss (none kept)"
+    return DRIVEN, f"power loss of broker {b}, its commit log kept to offset {kept_to} ({keep} of {unflushed} unflushed bytes)"
+
+
+def _commit_log_kept_to(x: Context, before: State, b: int, keep: int) -> tuple[int, str]:
+    """Where broker `b`'s commit log must end for it to keep what the model's crash keeps: the
+    end of the last message it keeps whole, or inside the message it tears, at the same share of
+    its bytes (at least one, never all). (0, why) when the broker does not hold those messages."""
+    log = before.broker(b).log
+    end = cl.max_phy(cl.crash(log, keep))
+    held = sorted((m for m in before.msgs if cl.has_message(log, m) and m.offset < end), key=lambda m: m.offset)
+    state = x.c.observe(b, messages=True) or {}
+    spans = {msg: (int(offset), int(size)) for offset, size, msg in state.get("messages") or []}
+    missing = [f"m{m.id}" for m in held if f"m{m.id}" not in spans]
+    if missing:
+        return 0, f"broker {b} does not hold {', '.join(missing)}"
+    if not held:
+        return 0, ""
+    last = held[-1]
+    offset, size = spans[f"m{last.id}"]
+    if last.end <= end:
+        return offset + size, ""
+    share = size * (end - last.offset) // (last.end - last.offset)
+    return offset + min(max(share, 1), size - 1), ""
 
 
 def _restart(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
@@ -341,12 +369,12 @@ def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, s
             x = Context(c, history, cfg)
             observed = c.settle(settle_timeout)
             rows.append(_row(0, "(the start: every broker registered, the first election)", DRIVEN, "started",
-                             states[0], x, observed, c.settled))
+                             _ahead(0, actions, states), x, observed, c.settled))
             seen += [(0, inv, what) for inv, what in code_violations(x, observed)]
             for i, a in enumerate(actions, start=1):
                 kind, did = STEPS[a[0]](x, a, states[i - 1], states[i])
                 observed = c.settle(settle_timeout)
-                rows.append(_row(i, format_action(a), kind, did, states[i], x, observed, c.settled))
+                rows.append(_row(i, format_action(a), kind, did, _ahead(i, actions, states), x, observed, c.settled))
                 seen += [(i, inv, what) for inv, what in code_violations(x, observed)
                          if what not in {w for _, _, w in seen}]
             _read_to_the_end(x)
@@ -357,10 +385,37 @@ def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, s
     return Outcome(rows, seen)
 
 
-def _row(i: int, action: str, kind: str, did: str, s: State, x: Context, observed, settled: bool) -> Row:
+# The model's actions that the code takes by itself, unasked, as soon as it can (_fixed(OWN, ...)).
+CODES_OWN = frozenset(name for name, step in STEPS.items() if getattr(step, "kind", None) == OWN)
+
+
+def _ahead(i: int, actions: list[Action], states: list[State]) -> list[tuple[list[Action], State]]:
+    """What the code may show after step i: the model's state i, then the states after each of
+    the following actions while they are the code's own (a promotion's dispatch and end), which
+    the code may already have taken while the harness waited for it to settle."""
+    out: list[tuple[list[Action], State]] = [([], states[i])]
+    j = i
+    while j < len(actions) and actions[j][0] in CODES_OWN:
+        j += 1
+        out.append((actions[i:j], states[j]))
+    return out
+
+
+def _row(i: int, action: str, kind: str, did: str, ahead: list[tuple[list[Action], State]], x: Context, observed,
+         settled: bool) -> Row:
+    """Step i's verdict: the same when the code shows the model's state i, or one the code's own
+    next steps lead to (said in `did`); otherwise the differences from state i."""
     code = cluster_view(observed, x.c.controller.state())
-    diffs = differences(model_view(s, x.cfg), code)
-    return Row(i, action, kind, did, tuple(diffs + result_differences(s, x)), settled, code)
+    first: list[str] = []
+    for taken, s in ahead:
+        diffs = differences(model_view(s, x.cfg), code) + result_differences(s, x)
+        if not diffs:
+            if taken:
+                did = f"{did}; " if did else ""
+                did += "the code has also taken the model's next " + ", ".join(format_action(a) for a in taken)
+            return Row(i, action, kind, did, (), settled, code)
+        first = first or diffs
+    return Row(i, action, kind, did, tuple(first), settled, code)
 
 
 def _read_to_the_end(x: Context) -> None:
