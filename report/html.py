@@ -1,6 +1,7 @@
 """`rmqcheck report`: one self-contained HTML page (images inlined as data URIs, no scripts
 fetched) with the guarantee matrix, the bug table and, for each counterexample, its steps, a
-message-sequence diagram and a per-replica timeline."""
+message-sequence diagram, a per-replica timeline and a link to its page to step through
+(stepper.py, written beside the report)."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def bugs_section(measures: list[dict[str, Any]]) -> str:
     return f"<h2>Bug rediscovery</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def counterexample_section(path: Path, cx: Counterexample) -> str:
+def counterexample_section(path: Path, cx: Counterexample, steps_href: str | None = None) -> str:
     try:
         r = replay(cx.config, cx.actions, start=cx.start)
     except ReplayError as exc:
@@ -114,9 +115,10 @@ def counterexample_section(path: Path, cx: Counterexample) -> str:
         for i, a in enumerate(cx.actions, start=1)
     )
     toggles = ", ".join(sorted(cx.config.bugs)) or "none (intended baseline)"
+    link = "" if steps_href is None else f'<br><a class="steps" href="{_e(steps_href)}">step through it</a>'
     return (
         f'<section class="cx"><h3>{_e(path.name)}: {_e(title)}</h3>'
-        f"<p>{_e(verdict)}<br>toggles: {_e(toggles)}; {cx.config.brokers} brokers; {len(cx.actions)} steps</p>"
+        f"<p>{_e(verdict)}<br>toggles: {_e(toggles)}; {cx.config.brokers} brokers; {len(cx.actions)} steps{link}</p>"
         f'<ol class="steps">{steps}</ol>'
         f"{_img(diagrams.sequence_diagram(cx.config, cx.actions, r.states, at), 'message-sequence diagram')}"
         f"{_img(diagrams.timeline(cx.config, r.states, at), 'per-replica timeline')}</section>"
@@ -137,12 +139,13 @@ def counterexamples(paths: Iterable[Path]) -> list[tuple[Path, Counterexample]]:
 
 
 def page(matrix_rows: list[dict] | None, measures: list[dict] | None, cxs: list[tuple[Path, Counterexample]],
-         title: str = "rmqcheck report") -> str:
+         title: str = "rmqcheck report", steps: dict[Path, str] | None = None) -> str:
+    """The report; `steps` links each counterexample's path to its step-through page."""
     sections = [
         matrix_section(matrix_rows) if matrix_rows else "<h2>Guarantee matrix</h2><p>not given (rmqcheck matrix --json)</p>",
         bugs_section(measures) if measures else "<h2>Bug rediscovery</h2><p>not given (rmqcheck bugs --measure --json)</p>",
         f"<h2>Counterexamples ({len(cxs)})</h2>",
-        *(counterexample_section(p, cx) for p, cx in cxs),
+        *(counterexample_section(p, cx, (steps or {}).get(p)) for p, cx in cxs),
     ]
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'

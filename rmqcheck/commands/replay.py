@@ -19,15 +19,16 @@ from rmqcheck.model.step import format_action
 
 from pathlib import Path
 
-from rmqcheck.outputs import check_folder, output_folder
+from rmqcheck.outputs import check_folder, check_output, output_folder
+from rmqcheck.report import stepper
 
 from . import cluster_runs
-from .common import Drivers, UsageError, add_source_argument, out
+from .common import Drivers, UsageError, add_source_argument, out, write_text
 
 NAME = "replay"
 HELP = "re-run a counterexample or scenario file deterministically"
 # Paths by role (cli.py refuses an output that is an input too, or named twice).
-OUTPUTS = ("--keep",)
+OUTPUTS = ("--keep", "--html")
 INPUTS = ("file",)
 REPLACED = ("--keep",)
 
@@ -53,10 +54,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "seen on the running code, 0 when it held")
     p.add_argument("--keep", metavar="DIR", help="with --cluster: keep the stores, epoch files, logs and history here")
     p.add_argument("--force", action="store_true", help="replace --keep when it holds an earlier run of rmqcheck's")
+    p.add_argument("--html", metavar="OUT",
+                   help="also write a page to step through in a browser: one self-contained HTML file drawing every "
+                        "step's state (docs/report.md); with --java or --cluster, their verdicts per step too")
     add_source_argument(p)
 
 
 def run(args) -> int:
+    if args.html:
+        _check_html(args)
     if cluster_runs.is_run_file(args.file):  # a `rmqcheck cluster` run's violation.json: run it again
         return cluster_runs.rerun(args)
     if args.keep and not args.cluster:
@@ -89,6 +95,8 @@ def run(args) -> int:
             raise UsageError(f"--intended {toggle}: not on in this file's model"
                              + ("" if args.snapshot else " (with --snapshot, every snapshot defect is)"))
     cx = cx._replace(config=cx.config._replace(bugs=cx.config.bugs - frozenset(args.intended)))
+    if args.html and not cx.actions and cx.truncation is not None:
+        raise UsageError(f"--html: {args.file} is a truncation search alone, with no steps to draw")
     truncation_hit = _replay_truncation(cx, args.file) if cx.truncation is not None else True
     if cx.truncation is not None and not cx.actions:
         return 1 if truncation_hit else not_reproduced(args.expect_fixed)
@@ -105,18 +113,11 @@ def run(args) -> int:
         ("violations", {"overflow": "fold"}),
     ):
         table.add_column(col, **kw)
-    first_hit: tuple[int, str] | None = None
+    first_hit = stepper.first_hit(cx, r.violations)
     # Row 0: what the start, and the bootstrap that built it, already violate.
     for i in range(len(cx.actions) + 1):
-        vs = r.violations[i]
-        marks = []
-        for v in vs:
-            tag = "" if v.invariant in expected else " (not expected to hold here)"
-            marks.append(f"{v.invariant}{tag}: {v.message}")
-            if first_hit is None and (
-                v.invariant == cx.invariant or (cx.invariant is None and v.invariant in expected)
-            ):
-                first_hit = (i, v.invariant)
+        marks = [f"{v.invariant}{'' if v.invariant in expected else ' (not expected to hold here)'}: {v.message}"
+                 for v in r.violations[i]]
         if i == 0:
             if marks:
                 table.add_row("0", "(the start and its bootstrap)", "", "\n".join(marks))
@@ -137,14 +138,30 @@ def run(args) -> int:
         for line in state_lines(r.states[-1]):
             out.print(f"  end:   {line}")
     status = _verdict(cx, first_hit, truncation_hit, args.expect_fixed)
+    seen: dict = {}  # what --java and --cluster found, for the page
     if args.java and cx.actions:
-        status = max(status, _replay_java(args, cx, r.states[0]))
+        status = max(status, _replay_java(args, cx, r.states[0], seen))
     if args.cluster:
-        status = _replay_cluster(args, cx, r.states)
+        status = _replay_cluster(args, cx, r.states, seen)
+    if args.html:
+        page = stepper.page(stepper.data(Path(args.file).name, cx, r, **seen))
+        write_text(args.html, page, "--html")
+        out.print(f"wrote {args.html}: {len(r.states) - 1} steps to step through in a browser")
     return status
 
 
-def _replay_cluster(args, cx: Counterexample, states) -> int:
+def _check_html(args) -> None:
+    """Refuse, before any work, a --html that cannot be written or a file with no model steps to draw."""
+    check_output(args.html, "--html")
+    what = ("a `rmqcheck cluster` run's violation file" if cluster_runs.is_run_file(args.file) else
+            "a conformance scenario" if conform.is_scenario(args.file) else
+            "a classic, DLedger or recovery scenario" if modes.is_mode_file(args.file) else None)
+    if what:
+        raise UsageError(f"--html: {args.file} is {what}; only controller-mode counterexamples and scenarios are "
+                         "drawn step by step")
+
+
+def _replay_cluster(args, cx: Counterexample, states, seen: dict) -> int:
     """The steps on RocketMQ's running code (checkers/cluster/replay.py): a row a step, then the
     verdict from what the code did: an acknowledged message missing from the master, or a check
     of the recorded history and epoch files that stands for the file's invariant."""
@@ -188,6 +205,7 @@ def _replay_cluster(args, cx: Counterexample, states) -> int:
                       verdict + ("" if row.settled else " (not quiet: may not repeat)"))
     if not args.quiet:
         out.print(table)
+    seen["cluster"] = stepper.cluster_steps(outcome.rows, states, cx.config)
     steps = outcome.rows[1:]
     same = sum(1 for row in steps if not row.differences)
     own = sum(1 for row in steps if row.kind == on_cluster.OWN)
@@ -329,7 +347,7 @@ def _replay_conform(args) -> int:
     return 0
 
 
-def _replay_java(args, cx: Counterexample, start) -> int:
+def _replay_java(args, cx: Counterexample, start, seen: dict) -> int:
     """Every controller and epoch-cache call of the steps, on RocketMQ's classes and on the
     model's snapshot rules; 1 if the code answered differently."""
     from rmqcheck.checkers.java import lockstep
@@ -341,7 +359,9 @@ def _replay_java(args, cx: Counterexample, start) -> int:
                                    ha_driver=drivers.ha)
         except lockstep.LockstepError as exc:
             out.print(f"--java: {exc}")
+            seen["java_note"] = f"replay --java: {exc}"
             return 0
+    seen["java"] = stepper.java_steps(ls.steps)
     table = Table(title=f"replay {args.file} --java: the steps' calls into RocketMQ's classes")
     for col in ("step", "action", "calls (RocketMQ's method)", "against the code", "the rest of the step (model-only)"):
         table.add_column(col, overflow="fold")
