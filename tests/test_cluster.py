@@ -475,6 +475,21 @@ def test_docs_findings_say_what_each_finding_does_on_the_running_code(name, caps
         assert said.startswith("held") and code == 0, text[-600:]
 
 
+EXPECTED = sorted((Path(__file__).resolve().parents[1] / "scenarios" / "expected").glob("*.scn"))
+
+
+@needs_rocketmq
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", EXPECTED, ids=[p.stem for p in EXPECTED])
+def test_each_expected_violation_is_reproduced_on_the_running_code_step_for_step(scenario, capsys):
+    """scenarios/expected/: what the configuration does not promise happens on RocketMQ's code too,
+    by the same path (every step the same on both sides; docs/cluster.md)."""
+    assert main(["replay", str(scenario), "--cluster"]) == 1
+    text = capsys.readouterr().out.replace("\n", " ")
+    expected = next(line.split()[1] for line in scenario.read_text().splitlines() if line.startswith("expect "))
+    assert f"reproduced on RocketMQ's code: {expected} " in text and " 0 different;" in text, text[-800:]
+
+
 # docs/cluster.md, Historical bugs put back: what the schedules do not reach yet (strict: catching
 # one fails the test, so docs/cluster.md is brought up to date).
 NOT_CAUGHT_YET = {

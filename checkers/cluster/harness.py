@@ -52,9 +52,7 @@ class ClusterConfig(NamedTuple):
     ha_heartbeat_ms: int = 100
     ha_housekeeping_ms: int = 60_000
     ha_batch_bytes: int = 32 * 1024  # haTransferBatchSize (RocketMQ's default; replay --cluster: small)
-    # Controller ticks after which a version of the epoch files survives a power loss
-    # (epochfiles.py); None: every version does (the model's assumption: replay --cluster).
-    epoch_file_writeback: int | None = 1
+    epoch_file_writeback: int | None = 1  # ticks before an epoch-file version survives a power loss; None: all
 
     @classmethod
     def from_model(cls, cfg: Any) -> "ClusterConfig":
@@ -83,6 +81,7 @@ class Cluster:
         self.stepping = stepping
         self.link_mode = STEP if stepping else OPEN  # what a link is when nothing cuts it
         self.held_rpcs: list[tuple[int, dict[str, Any]]] = []  # (broker, RPC) held back (stepping)
+        self.unreleased: list[tuple[int, dict[str, Any]]] = []  # held RPCs dropped for a command (call)
         self.dir = Path(run_dir)
         self.src = src
         self.on_event = on_event or (lambda kind, body: None)
@@ -217,6 +216,8 @@ class Cluster:
     def call(self, b: int, op: str, timeout: float = 60.0, **args: Any) -> dict[str, Any]:
         """A command to broker `b`, its reply; RPCs meanwhile are handled as the policy says."""
         node = self.nodes[b]
+        while self.stepping and op != "state" and self._held(b):  # its command thread waits in that RPC: a
+            self.unreleased.append((b, self.release_rpc(b, DROP)))  # proposal the model never released fails
         held = self._held(b)
         n = node.command(op, **args)
         # In a stepping cluster a command that sends an RPC the harness holds back (ReplicasManager's
@@ -293,7 +294,7 @@ class Cluster:
             for b, s in states.items():
                 # One-shots run once ReplicasManager runs: before that the only one is its start-retry
                 # loop (sleep 5 s, try again), which the harness runs one try at a time (retry_start).
-                if s and s.get("one_shots_pending") and s.get("rm_state") == "RUNNING":
+                if s and s.get("one_shots_pending") and s.get("rm_state") == "RUNNING" and not self._held(b):
                     self.call(b, "task", name="one_shots")
                     last = None
             held = sum(link.bytes_held() for link in self.links.values() if link.mode == OPEN)
@@ -329,8 +330,8 @@ class Cluster:
         held = self._held(b)
         counts = {**state, "rpcs_waiting": max(0, state.get("rpcs_waiting", 0) - held),
                   "puts_pending": 0 if self.stepping else state.get("puts_pending")}
-        if held:  # the command that sent it waits for it
-            counts["busy"] = False
+        if held:  # the command that sent it waits for it, and the one-shots queued behind it
+            counts["busy"] = counts["one_shots_pending"] = 0
         if state.get("rm_state") != "RUNNING":  # its one one-shot is the start-retry loop, run by retry_start
             counts["one_shots_pending"] = 0
         return {k: v for k in ("busy", "rpcs_waiting", "puts_pending", "dispatch_behind", "one_shots_pending")

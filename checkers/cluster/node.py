@@ -19,6 +19,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -120,7 +121,11 @@ class BrokerNode:
         """A thread dump into the broker's log (SIGQUIT), to see where it hangs."""
         if self.alive:
             assert self.proc is not None
+            size = self.log.stat().st_size if self.log.exists() else 0
             os.kill(self.proc.pid, signal.SIGQUIT)
+            end = time.monotonic() + 5  # the JVM writes it on its own thread: wait for it before any kill
+            while time.monotonic() < end and (not self.log.exists() or self.log.stat().st_size == size):
+                time.sleep(0.05)
 
     def log_tail(self, limit: int = 600) -> str:
         try:

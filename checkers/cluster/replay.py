@@ -374,6 +374,8 @@ def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, s
             for i, a in enumerate(actions, start=1):
                 kind, did = STEPS[a[0]](x, a, states[i - 1], states[i])
                 observed = c.settle(settle_timeout)
+                did = "; ".join([did] * bool(did) + [_unreleased(b, body) for b, body in c.unreleased])
+                c.unreleased.clear()
                 rows.append(_row(i, format_action(a), kind, did, _ahead(i, actions, states), x, observed, c.settled))
                 seen += [(i, inv, what) for inv, what in code_violations(x, observed)
                          if what not in {w for _, _, w in seen}]
@@ -383,6 +385,11 @@ def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, s
         log.write("".join(json.dumps(row._asdict()) + "\n" for row in rows))
         log.close()
     return Outcome(rows, seen)
+
+
+def _unreleased(b: int, body: dict[str, Any]) -> str:
+    return (f"broker {b}'s AlterSyncStateSet {body.get('args', {}).get('sss')}, which the model does not send, "
+            "failed (dropped) so that broker could take this step's command")
 
 
 # The model's actions that the code takes by itself, unasked, as soon as it can (_fixed(OWN, ...)).

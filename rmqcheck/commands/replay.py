@@ -191,7 +191,8 @@ def _replay_cluster(args, cx: Counterexample, states, seen: dict) -> int:
         except Exception as exc:  # the run's files are kept (--keep), logs and thread dumps with them
             failed = exc
     if isinstance(failed, (ClusterError, NodeError, OSError)):  # OSError: the run's disk is full, say
-        raise UsageError(f"--cluster: the harness failed: {failed}"
+        said = str(failed).replace(str(folder), str(args.keep)) if args.keep else str(failed)  # the kept name
+        raise UsageError(f"--cluster: the harness failed: {said}"
                          + (f" (its files: {args.keep})" if args.keep else " (--keep DIR keeps its files)"))
     if failed is not None:
         raise failed
