@@ -66,10 +66,7 @@ class ClusterError(RuntimeError):
     """The harness could not do what was asked: names the broker and what happened."""
 
 
-class Put(NamedTuple):
-    broker: int
-    msg: str
-    queue: int
+Put = NamedTuple("Put", [("broker", int), ("msg", str), ("queue", int)])
 
 
 class Cluster:
