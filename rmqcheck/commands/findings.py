@@ -8,7 +8,10 @@
   patched tree, and `--snapshot` on the unchanged one: the patched code takes each step as the
   model of it does (every snapshot defect on but this one), where the unchanged code does, and
   breaks an invariant only where that model does;
-- RocketMQ's own tests of the touched classes: which they are, and what running them needs.
+- RocketMQ's own tests: the JUnit 4 test classes of the touched classes' packages, compiled and
+  run on the patched tree (and, for a class that does not pass there, on the unchanged tree);
+  the patch passes when every test that runs on the unchanged tree passes on the patched one
+  (checkers/java/rocketmq_tests.py). `--tests quick` leaves out the slow classes.
 
 Each check that runs rmqcheck runs it as a maintainer would, as a command, printed."""
 
@@ -42,6 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("names", nargs="*", metavar="NAME", help="these findings only (default: every one with a patch)")
     p.add_argument("--check", action="store_true", help="test each patch: it applies and compiles, conformance "
                    "with the intended form, the finding's scenario on the running code, RocketMQ's tests")
+    p.add_argument("--tests", choices=("quick", "all"), default="all",
+                   help="with --check: RocketMQ's test classes to run: all (default), or quick: without the slow "
+                        f"ones ({', '.join(rocketmq_tests.SLOW)}: a minute or more each)")
     p.add_argument("--conform-budget", type=budget_seconds, default=20.0,
                    help="with --check: seconds of conformance on each tree (default 20)")
     add_source_argument(p)
@@ -92,7 +98,7 @@ def run(args) -> int:
         if f.patch is None:
             table.add_row(f.name, "no patch", "", "", "")
             continue
-        verdicts = _check(f, tarball, args.conform_budget)
+        verdicts = _check(f, tarball, args.conform_budget, args.tests == "quick")
         for check, (outcome, said) in zip(("patch", "model", "running code", "RocketMQ's tests"), verdicts):
             args.results.add("findings", f"{f.name}/{check}", "failed" if outcome == FAILED else
                              "skipped" if outcome == NOT_RUN else "passed", said if outcome == FAILED else "",
@@ -105,7 +111,7 @@ def run(args) -> int:
     return 1 if failed else 0
 
 
-def _check(f: Finding, tarball: Path, conform_budget: float) -> list[tuple[str, str]]:
+def _check(f: Finding, tarball: Path, conform_budget: float, quick: bool) -> list[tuple[str, str]]:
     started = time.perf_counter()
     try:
         tree = build.from_diff(f.patch, tarball)
@@ -122,7 +128,8 @@ def _check(f: Finding, tarball: Path, conform_budget: float) -> list[tuple[str, 
              + (f"; not {', '.join(unused)}: replaced by a stand-in of rmqcheck's (checkers/java/java/stubs-*/) or "
                 "not loaded by the conformance and cluster builds, so neither built nor run" if unused else ""))
     out.print(f"{f.name}: patched tree {tree} ({time.perf_counter() - started:.0f}s)")
-    return [patch, _model(f, tree, tarball, conform_budget), _running_code(f, tree, tarball), _junit(tarball, changed)]
+    return [patch, _model(f, tree, tarball, conform_budget), _running_code(f, tree, tarball),
+            _junit(f, tree, tarball, changed, quick)]
 
 
 def _rmqcheck(*argv: str) -> tuple[int, str]:
@@ -222,9 +229,12 @@ def _running_code(f: Finding, tree: Path, tarball: Path) -> tuple[str, str]:
     return PASSED, f"{compared}; held, where the unchanged code breaks {unchanged.broken}"
 
 
-def _junit(tarball: Path, changed: list[str]) -> tuple[str, str]:
-    tests, missing = rocketmq_tests.survey(tarball, changed)
-    names = ", ".join(Path(t).stem for t in tests) or "none found"
-    if missing:
-        return NOT_RUN, f"{names}: need {', '.join(missing)}, not on this machine"
-    return NOT_RUN, f"{names}: their libraries are here; running them is not built yet"
+def _junit(f: Finding, tree: Path, tarball: Path, changed: list[str], quick: bool) -> tuple[str, str]:
+    started = time.perf_counter()
+    out.print(f"  RocketMQ's tests of {f.name}'s packages" + (" (--tests quick)" if quick else ""))
+    try:
+        outcome, said = rocketmq_tests.check(tree, tarball, changed, quick, say=out.print)
+    except build.BuildError as exc:
+        return FAILED, f"could not run: {str(exc).splitlines()[0]}"
+    out.print(f"  RocketMQ's tests: {outcome} ({time.perf_counter() - started:.0f}s)")
+    return outcome, said

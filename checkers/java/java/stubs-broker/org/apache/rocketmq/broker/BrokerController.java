@@ -91,6 +91,10 @@ public class BrokerController {
         this.specialServices = shouldStart;
     }
 
+    /** RocketMQ's ReplicasManager tests call it (on a mock); the harness stops a broker itself. */
+    public void shutdown() {
+    }
+
     public synchronized void registerBrokerAll(boolean checkOrderConfig, boolean oneway, boolean forceRegister) {
         onRegister.accept(this);
     }
