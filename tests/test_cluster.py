@@ -17,7 +17,8 @@ import pytest
 
 from conftest import needs_rocketmq
 from rmqcheck.checkers.cluster import historical, run as cluster_run
-from rmqcheck.checkers.cluster.harness import Cluster, ClusterConfig, _drop_after
+from rmqcheck.checkers.cluster.epochfiles import drop_after
+from rmqcheck.checkers.cluster.harness import Cluster, ClusterConfig
 from rmqcheck.checkers.cluster.proxy import BLACKHOLE, CUT, OPEN, STEP, LinkProxy
 from rmqcheck.checkers.java import build
 from rmqcheck.cli import main
@@ -280,10 +281,10 @@ def test_the_history_is_openchaos_and_a_lost_ack_is_found(tmp_path):
 def test_power_loss_zeroes_what_was_not_flushed(tmp_path):
     f = tmp_path / "00000000000000000000"
     f.write_bytes(b"x" * 100)
-    _drop_after(f, 60)
+    drop_after(f, 60)
     assert f.read_bytes() == b"x" * 60 + b"\0" * 40
-    _drop_after(f, 200)  # beyond the end: nothing
-    _drop_after(tmp_path / "missing", 0)
+    drop_after(f, 200)  # beyond the end: nothing
+    drop_after(tmp_path / "missing", 0)
     assert f.stat().st_size == 100
 
 

@@ -1,4 +1,4 @@
-"""What a power loss leaves of a broker's epoch files.
+"""What a power loss leaves of a broker's epoch files (and, `drop_after`, of its mapped files).
 
 RocketMQ rewrites `epochFileCheckpoint` and its `.bak` in place with no fsync
 (`CheckpointFile.write`, `MixAll.string2File`), so a version of them is on disk only once the file
@@ -57,3 +57,15 @@ class PageCache:
                 (self.store / name).write_bytes(content)
         self.versions.append((tick, survivor))
         return LOST if all(c is None for c in survivor) else REVERTED
+
+
+def drop_after(path: Path, position: int) -> None:
+    """Zero a mapped file's bytes from `position` on (what was never flushed)."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    with open(path, "r+b") as f:
+        for at in range(position, size, 1 << 20):
+            f.seek(at)
+            f.write(b"\0" * min(1 << 20, size - at))

@@ -66,7 +66,10 @@ class ClusterError(RuntimeError):
     """The harness could not do what was asked: names the broker and what happened."""
 
 
-Put = NamedTuple("Put", [("broker", int), ("msg", str), ("queue", int)])
+class Put(NamedTuple):
+    broker: int
+    msg: str
+    queue: int
 
 
 class Cluster:
@@ -93,8 +96,7 @@ class Cluster:
         self.classpath: Classpath | None = None
         self.settled = True  # whether the last settle() found the cluster quiet
         self.epoch_files: dict[int, epochfiles.PageCache] = {}  # broker -> its epoch files' versions
-        # Slaves that made no progress for `stuck_after` seconds, with the max offset they were
-        # stuck at: not waited for while they stay there (until a restart or a link change).
+        # Slaves stuck (no progress for `stuck_after` s) at this max offset: not waited for there.
         self.stranded: dict[int, int] = {}
         self.exited: set[int] = set()  # JVM pids whose output has all been read
 
@@ -213,8 +215,8 @@ class Cluster:
     def call(self, b: int, op: str, timeout: float = 60.0, **args: Any) -> dict[str, Any]:
         """A command to broker `b`, its reply; RPCs meanwhile are handled as the policy says."""
         node = self.nodes[b]
-        while self.stepping and op != "state" and self._held(b):  # its command thread waits in that RPC: a
-            self.unreleased.append((b, self.release_rpc(b, DROP)))  # proposal the model never released fails
+        while self.stepping and op != "state" and self._held(b) and self._waits_in_rpc(b):  # a proposal the
+            self.unreleased.append((b, self.release_rpc(b, DROP)))  # model never released fails: the next can run
         held = self._held(b)
         n = node.command(op, **args)
         # In a stepping cluster a command that sends an RPC the harness holds back (ReplicasManager's
@@ -291,7 +293,7 @@ class Cluster:
             for b, s in states.items():
                 # One-shots run once ReplicasManager runs: before that the only one is its start-retry
                 # loop (sleep 5 s, try again), which the harness runs one try at a time (retry_start).
-                if s and s.get("one_shots_pending") and s.get("rm_state") == "RUNNING" and not self._held(b):
+                if s and s.get("one_shots_pending") and s.get("rm_state") == "RUNNING" and not self._waits_in_rpc(b, s):
                     self.call(b, "task", name="one_shots")
                     last = None
             held = sum(link.bytes_held() for link in self.links.values() if link.mode == OPEN)
@@ -327,12 +329,16 @@ class Cluster:
         held = self._held(b)
         counts = {**state, "rpcs_waiting": max(0, state.get("rpcs_waiting", 0) - held),
                   "puts_pending": 0 if self.stepping else state.get("puts_pending")}
-        if held:  # the command that sent it waits for it, and the one-shots queued behind it
+        if held and state.get("busy"):  # the command that sent it waits for it, and the one-shots behind it
             counts["busy"] = counts["one_shots_pending"] = 0
         if state.get("rm_state") != "RUNNING":  # its one one-shot is the start-retry loop, run by retry_start
             counts["one_shots_pending"] = 0
         return {k: v for k in ("busy", "rpcs_waiting", "puts_pending", "dispatch_behind", "one_shots_pending")
                 if (v := counts.get(k))}
+
+    def _waits_in_rpc(self, b: int, state: dict[str, Any] | None = None) -> bool:
+        """Whether `b`'s command thread waits in an RPC held (one the HA threads send leaves it free)."""
+        return bool(self._held(b) and (state or self.observe(b) or {}).get("busy"))
 
     def _held(self, b: int) -> int:
         return sum(1 for broker, _ in self.held_rpcs if broker == b)
@@ -412,7 +418,7 @@ class Cluster:
         for name, position in reply["flushed"].items():
             path = Path(name)  # a commit-log file is named by its first offset
             kept = commit_log_kept_to - int(path.name) if path.parent.name == "commitlog" else 0
-            _drop_after(path, max(int(position), kept))
+            epochfiles.drop_after(path, max(int(position), kept))
         return self.epoch_files[b].after_power_loss(self.controller.now, self.cfg.epoch_file_writeback)
 
     def _note_epoch_files(self) -> None:
@@ -426,11 +432,11 @@ class Cluster:
             put = self.puts.pop(key)
             self.on_event("put_done", {"broker": b, "msg": put.msg, "queue": put.queue, "status": "NO_RESPONSE"})
 
-    def put(self, b: int, msg: str, queue_id: int) -> None:
-        """Send `msg` to broker `b`; its outcome comes later (on_event "put_done")."""
+    def put(self, b: int, msg: str, queue_id: int, size: int = 0) -> None:
+        """Send `msg` to broker `b` (in `size` bytes: body padded); its outcome comes later (put_done)."""
         self.puts[(b, msg)] = Put(b, msg, queue_id)  # before the call: the outcome may come before the reply
         try:
-            self.call(b, "put", msg=msg, queue=queue_id)
+            self.call(b, "put", msg=msg, queue=queue_id, size=size)
         except (ClusterError, NodeError):
             if (b, msg) in self.puts:
                 self._forget(b)
@@ -483,15 +489,3 @@ def _shape(state: dict[str, Any] | None) -> Any:
     return tuple(state.get(k) if not isinstance(state.get(k), list) else repr(state.get(k))
                  for k in ("role", "master_epoch", "max_offset", "confirm_offset", "epochs", "sss", "local_sss",
                            "synchronizing", "connections", "client"))
-
-
-def _drop_after(path: Path, position: int) -> None:
-    """Zero a mapped file's bytes from `position` on (what was never flushed)."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return
-    with open(path, "r+b") as f:
-        for at in range(position, size, 1 << 20):
-            f.seek(at)
-            f.write(b"\0" * min(1 << 20, size - at))

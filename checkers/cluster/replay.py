@@ -30,7 +30,7 @@ from rmqcheck.model.world import PENDING, State
 from . import epochfiles
 from .harness import DELIVER, DROP, LOSE_ANSWER, Cluster, ClusterConfig
 from .proxy import CUT
-from .stepping import (DRIVEN, FRAME_WAIT, NOT_DRIVABLE, OWN, REPLAY_BATCH_BYTES, conn_reset, ha_close_lingering,
+from .stepping import (CELL_BYTES, DRIVEN, FRAME_WAIT, NOT_DRIVABLE, OWN, conn_reset, ha_close_lingering,
                        ha_connect, ha_linger, ha_read_ack, ha_slave_ack, ha_transfer)
 from .run import DEFINITE_FAILURES, History, openchaos_result
 from .views import code_violations, cluster_view, differences, model_view, result_differences
@@ -95,7 +95,7 @@ Step = Callable[[Context, Action, State, State], tuple[str, str]]
 def _send(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
     """`send`: a put to that broker. The message is named by the model's id for it (m3), or x3
     after the third send when the model appended nothing, so both sides' logs name it alike."""
-    _, b, queue, _size = a
+    _, b, queue, size = a
     x.sends += 1
     written = len(after.msgs) > len(before.msgs)
     body = f"m{after.msgs[-1].id}" if written else f"x{x.sends}"
@@ -106,7 +106,7 @@ def _send(x: Context, a: Action, before: State, after: State) -> tuple[str, str]
     x.pending[body] = (x.sends, queue)
     if after.sends[-1].status != PENDING:  # no put_complete step will come: the answer goes through at once
         x.answered_at_once.add(body)
-    x.c.put(b, body, queue)
+    x.c.put(b, body, queue, size * CELL_BYTES)
     return DRIVEN, f"put {body} to broker {b}"
 
 
@@ -363,7 +363,7 @@ def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, s
 
     # Puts time out by model steps; a power loss keeps the epoch files, as the model's does.
     ccfg = ClusterConfig.from_model(cfg)._replace(slave_timeout_ms=600_000, epoch_file_writeback=None,
-                                                  ha_batch_bytes=REPLAY_BATCH_BYTES)
+                                                  ha_batch_bytes=cfg.batch_size * CELL_BYTES)
     try:
         with Cluster(ccfg, folder, src, on_event, stepping=True) as c:
             x = Context(c, history, cfg)

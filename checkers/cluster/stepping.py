@@ -18,7 +18,11 @@ if TYPE_CHECKING:
 DRIVEN, OWN, NOT_DRIVABLE = "driven", "the code's own", "not drivable"
 FRAME_WAIT = 3.0  # seconds to wait for a frame the code sends on its own (an ack: every 100 ms)
 CONNECT_WAIT = 7.0  # an HA client whose connection closed tries again after 5 s
-REPLAY_BATCH_BYTES = 64  # haTransferBatchSize: a message (about 109 bytes) takes two frames
+# replay --cluster scales the model's sizes: a message of N model bytes is stored in N x CELL_BYTES
+# bytes (its body padded; one with a short name takes about 109 unpadded), and haTransferBatchSize
+# is the model's batch_size x CELL_BYTES, so a batch ends where the model's does, within a message
+# or across an epoch's end.
+CELL_BYTES = 128
 
 
 def _link_of(x: Context, slave: int, s: State):
@@ -56,7 +60,7 @@ def ha_connect(x: Context, a: Action, before: State, after: State) -> tuple[str,
 
 def ha_transfer(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
     """`ha_transfer`: the master's frames until the slave has each whole message the model's
-    slave has after the step (a stepping cluster's batches are small, `REPLAY_BATCH_BYTES`), up
+    slave has after the step (batches as the model's, `CELL_BYTES`), up
     to the first with data when the model's transfer carries only part of one, or one heartbeat
     when it carries none; frames the master has not written yet are waited for."""
     slave = a[1]
@@ -81,9 +85,15 @@ def ha_transfer(x: Context, a: Action, before: State, after: State) -> tuple[str
             break
         time.sleep(0.02)
     n = n or (len(frames) if target is not None else min(1, len(frames)))
-    link.release(False, n)
+    # The model's writer sends a heartbeat only when it has nothing to send; the code's sends one
+    # whenever haSendHeartbeatInterval (100 ms here, shorter than a step) has passed, headed with
+    # the epoch it transfers, which the slave records: before a batch the model sends, not delivered.
+    beats = {i for i, f in enumerate(frames[:n]) if data_in_model and frame_state(f) == TRANSFER and not carries_data(f)}
+    link.drop_held(False, beats)
+    link.release(False, n - len(beats))
     data = sum(1 for f in frames[:n] if carries_data(f))
-    return DRIVEN, f"{n} frames to broker {a[1]} ({data} with messages)"
+    return DRIVEN, f"{n - len(beats)} frames to broker {a[1]} ({data} with messages)" + \
+        (f"; {len(beats)} heartbeats before them not delivered" if beats else "")
 
 
 def ha_slave_ack(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:

@@ -43,6 +43,7 @@ import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageExtBrokerInner;
+import org.apache.rocketmq.common.message.MessageVersion;
 import org.apache.rocketmq.remoting.protocol.EpochEntry;
 import org.apache.rocketmq.store.DefaultMessageStore;
 import org.apache.rocketmq.store.GetMessageResult;
@@ -52,6 +53,7 @@ import org.apache.rocketmq.store.config.FlushDiskType;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.ha.autoswitch.AutoSwitchHAService;
 import org.apache.rocketmq.store.MappedFileQueue;
+import org.apache.rocketmq.store.MessageExtEncoder;
 import org.apache.rocketmq.store.logfile.MappedFile;
 import org.apache.rocketmq.store.queue.ConsumeQueueInterface;
 
@@ -317,8 +319,8 @@ public final class RmqcheckBroker {
         String msg = Json.string(req, "msg");
         MessageExtBrokerInner m = new MessageExtBrokerInner();
         m.setTopic(TOPIC);
-        m.setBody(msg.getBytes(StandardCharsets.UTF_8));
-        m.setKeys(msg);
+        m.setKeys(msg); // the message's name: its body may be padded
+        m.setBody(padded(msg, req.get("size") instanceof Number ? ((Number) req.get("size")).intValue() : 0));
         m.setQueueId((int) Json.longOf(req, "queue"));
         m.setSysFlag(0);
         m.setBornTimestamp(System.currentTimeMillis());
@@ -366,7 +368,7 @@ public final class RmqcheckBroker {
             for (int i = 0; i < got.getMessageBufferList().size(); i++) {
                 MessageExt ext = MessageDecoder.decode(got.getMessageBufferList().get(i), true, false);
                 Map<String, Object> one = new LinkedHashMap<>();
-                one.put("msg", new String(ext.getBody(), StandardCharsets.UTF_8));
+                one.put("msg", name(ext));
                 one.put("queue_offset", i < queueOffsets.size() ? queueOffsets.get(i) : ext.getQueueOffset());
                 one.put("offset", ext.getCommitLogOffset());
                 messages.add(one);
@@ -508,7 +510,24 @@ public final class RmqcheckBroker {
         return m;
     }
 
-    /** Every message the commit log holds, in order: [offset, size, body]. */
+    /** The body of message `msg` padded so that the stored message takes `size` bytes (replay
+     * --cluster: the model's message sizes, scaled), or `msg` alone when it is that long already. */
+    private static byte[] padded(String msg, int size) {
+        byte[] name = msg.getBytes(StandardCharsets.UTF_8);
+        String props = MessageDecoder.messageProperties2String(java.util.Map.of("KEYS", msg));
+        int natural = MessageExtEncoder.calMsgLength(MessageVersion.MESSAGE_VERSION_V1, 0, name.length,
+            TOPIC.getBytes(StandardCharsets.UTF_8).length, props.getBytes(StandardCharsets.UTF_8).length);
+        byte[] body = java.util.Arrays.copyOf(name, name.length + Math.max(0, size - natural));
+        java.util.Arrays.fill(body, name.length, body.length, (byte) '.');
+        return body;
+    }
+
+    /** The message's name (its keys; older stores: its body). */
+    private static String name(MessageExt ext) {
+        return ext.getKeys() != null ? ext.getKeys() : new String(ext.getBody(), StandardCharsets.UTF_8);
+    }
+
+    /** Every message the commit log holds, in order: [offset, size, name]. */
     private List<Object> messages() {
         List<Object> out = new ArrayList<>();
         long offset = store.getMinPhyOffset();
@@ -521,7 +540,7 @@ public final class RmqcheckBroker {
                 offset = (offset / size + 1) * size;
                 continue;
             }
-            out.add(List.of(offset, ext.getStoreSize(), new String(ext.getBody(), StandardCharsets.UTF_8)));
+            out.add(List.of(offset, ext.getStoreSize(), name(ext)));
             offset += ext.getStoreSize();
         }
         return out;
