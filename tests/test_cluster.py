@@ -422,8 +422,28 @@ def test_replay_on_the_cluster_cuts_message_2_from_the_old_master_and_loses_noth
     assert (keep / "replay-history").exists() and (keep / "stores" / "broker-1").is_dir()
 
 
+def test_a_crash_keeping_part_of_the_tail_keeps_the_same_messages_and_share_of_the_torn_one():
+    """`crash keep=3` of 4 unflushed model bytes (m2 whole, half of m3): the commit log is kept to
+    m2's end plus half of m3's bytes, wherever the cluster stored them; a message the broker does
+    not hold cannot be kept."""
+    from rmqcheck.checkers.cluster.replay import _commit_log_kept_to
+    from rmqcheck.checkers.counterexamples.files import read
+    from rmqcheck.model.step import initial_state, step
+
+    cx = read(Path(__file__).resolve().parents[1] / "scenarios" / "coverage" / "crash-keeps-a-torn-tail.scn")
+    s = initial_state(cx.config)
+    for a in cx.actions[:4]:  # up to the crash
+        s = step(s, a, cx.config)
+    held = [[0, 256, "m1"], [256, 256, "m2"], [512, 256, "m3"]]
+    x = SimpleNamespace(c=SimpleNamespace(observe=lambda b, messages: {"messages": held}))
+    assert _commit_log_kept_to(x, s, 1, 3) == (512 + 128, "")
+    assert _commit_log_kept_to(x, s, 1, 2) == (512, "")  # m2 whole, nothing of m3
+    held.pop()
+    assert _commit_log_kept_to(x, s, 1, 3) == (0, "broker 1 does not hold m3")
+
+
 @needs_rocketmq
-@pytest.mark.heavy
+@pytest.mark.slow
 def test_a_crash_keeping_part_of_the_unflushed_tail_tears_the_same_message_on_the_cluster(tmp_path, capsys):
     """scenarios/coverage/crash-keeps-a-torn-tail.scn: `crash keep=3` of 4 unflushed bytes is a
     power loss whose commit log keeps m2 whole and part of m3; RocketMQ's recovery cuts m3, as
