@@ -98,6 +98,11 @@ def test_the_findings_command_lists_each_report_with_its_patch_and_scenario(caps
 
 
 @needs_rocketmq
+def test_a_negative_number_of_cluster_runs_is_bad_usage(capsys):
+    assert main(["findings", "--check", "--cluster-runs", "-1"]) == 2
+    assert "--cluster-runs: -1 is not a number of runs" in capsys.readouterr().err
+
+
 def test_a_patch_that_does_not_apply_is_a_clear_error_naming_it(tmp_path):
     bad = tmp_path / "bad.patch"
     bad.write_text("--- a/store/src/main/java/X.java\n+++ b/store/src/main/java/X.java\n@@ -1 +1 @@\n-a\n+b\n")
@@ -119,10 +124,12 @@ def test_a_patch_is_checked_on_the_model_the_running_code_and_for_rocketmq_s_tes
     from ci_results import summary
 
     name = "confirm_skips_unacked_members"
-    assert main(["findings", "--check", name, "--conform-budget", "5", "--tests", "quick",
+    assert main(["findings", "--check", name, "--conform-budget", "5", "--tests", "quick", "--cluster-runs", "1",
                  "--summary-json", str(tmp_path / "s.json")]) == 0
     cases = {c["name"]: c for c in summary(tmp_path / "s.json")["cases"]}
-    assert [cases[f"{name}/{c}"]["outcome"] for c in ("patch", "model", "running code")] == ["passed"] * 3
+    assert [cases[f"{name}/{c}"]["outcome"] for c in ("patch", "model", "running code", "cluster runs")] == \
+        ["passed"] * 4
+    assert "1 run (seed 0): every violation explained" in cases[f"{name}/cluster runs"]["notes"][0]
     assert "the unchanged tree differs" in cases[f"{name}/model"]["notes"][0]
     assert "steps the same as the model's patched form" in cases[f"{name}/running code"]["notes"][0]
     if not rt.missing_libraries():

@@ -8,6 +8,9 @@
   patched tree, and `--snapshot` on the unchanged one: the patched code takes each step as the
   model of it does (every snapshot defect on but this one), where the unchanged code does, and
   breaks an invariant only where that model does;
+- cluster runs: `rmqcheck cluster` of the scenario's configuration on the patched tree,
+  `--cluster-runs` seeded runs with the unchanged tree as `--baseline`: no violation that the
+  model does not explain and the unchanged code does not show with the same seed;
 - RocketMQ's own tests: the JUnit 4 test classes of the touched classes' packages, compiled and
   run on the patched tree (and, for a class that does not pass there, on the unchanged tree);
   the patch passes when every test that runs on the unchanged tree passes on the patched one
@@ -48,6 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tests", choices=("quick", "all"), default="all",
                    help="with --check: RocketMQ's test classes to run: all (default), or quick: without the slow "
                         f"ones ({', '.join(rocketmq_tests.SLOW)}: a minute or more each)")
+    p.add_argument("--cluster-runs", type=int, default=2, metavar="N",
+                   help="with --check: seeded `rmqcheck cluster` runs on each patched tree (default 2; 0: none)")
     p.add_argument("--conform-budget", type=budget_seconds, default=20.0,
                    help="with --check: seconds of conformance on each tree (default 20)")
     add_source_argument(p)
@@ -91,15 +96,19 @@ def run(args) -> int:
     if not tarball.is_file():
         raise UsageError(f"--rocketmq-src {tarball}: --check patches a copy of a source tarball's tree, not a checkout")
     table = Table(title=f"rmqcheck findings --check: each patch against {tarball.name}", show_lines=True)
-    for col in ("finding", "patch", "model (conform)", "running code (replay --cluster)", "RocketMQ's tests"):
+    if args.cluster_runs < 0:
+        raise UsageError(f"--cluster-runs: {args.cluster_runs} is not a number of runs")
+    for col in ("finding", "patch", "model (conform)", "running code (replay --cluster)", "cluster runs",
+                "RocketMQ's tests"):
         table.add_column(col, overflow="fold")
     failed = 0
     for f in findings:
         if f.patch is None:
-            table.add_row(f.name, "no patch", "", "", "")
+            table.add_row(f.name, "no patch", "", "", "", "")
             continue
-        verdicts = _check(f, tarball, args.conform_budget, args.tests == "quick")
-        for check, (outcome, said) in zip(("patch", "model", "running code", "RocketMQ's tests"), verdicts):
+        verdicts = _check(f, tarball, args.conform_budget, args.tests == "quick", args.cluster_runs)
+        for check, (outcome, said) in zip(("patch", "model", "running code", "cluster runs", "RocketMQ's tests"),
+                                          verdicts):
             args.results.add("findings", f"{f.name}/{check}", "failed" if outcome == FAILED else
                              "skipped" if outcome == NOT_RUN else "passed", said if outcome == FAILED else "",
                              notes=[said])
@@ -111,15 +120,14 @@ def run(args) -> int:
     return 1 if failed else 0
 
 
-def _check(f: Finding, tarball: Path, conform_budget: float, quick: bool) -> list[tuple[str, str]]:
+def _check(f: Finding, tarball: Path, conform_budget: float, quick: bool, runs: int) -> list[tuple[str, str]]:
     started = time.perf_counter()
     try:
         tree = build.from_diff(f.patch, tarball)
         builds = [(target, build.build(tree, target=target)) for target in (build.HA, build.CLUSTER)]
     except build.BuildError as exc:
         said = str(exc).splitlines()[0]
-        return [(FAILED, said), (NOT_RUN, "the patch did not build"), (NOT_RUN, "the patch did not build"),
-                (NOT_RUN, "the patch did not build")]
+        return [(FAILED, said)] + [(NOT_RUN, "the patch did not build")] * 4
     changed = build.changed_files(tree)
     built = {c for target, b in builds for c in build.compiled(changed, target, b.classes)}
     compiled = [c for c in changed if c in built]
@@ -129,7 +137,7 @@ def _check(f: Finding, tarball: Path, conform_budget: float, quick: bool) -> lis
                 "not loaded by the conformance and cluster builds, so neither built nor run" if unused else ""))
     out.print(f"{f.name}: patched tree {tree} ({time.perf_counter() - started:.0f}s)")
     return [patch, _model(f, tree, tarball, conform_budget), _running_code(f, tree, tarball),
-            _junit(f, tree, tarball, changed, quick)]
+            _cluster_runs(f, tree, tarball, runs), _junit(f, tree, tarball, changed, quick)]
 
 
 def _rmqcheck(*argv: str) -> tuple[int, str]:
@@ -227,6 +235,39 @@ def _running_code(f: Finding, tree: Path, tarball: Path) -> tuple[str, str]:
     if not unchanged.breaks:
         return SHOWS_NOTHING, f"{compared}; held, but the unchanged code holds too"
     return PASSED, f"{compared}; held, where the unchanged code breaks {unchanged.broken}"
+
+
+def _cluster_runs(f: Finding, tree: Path, tarball: Path, runs: int) -> tuple[str, str]:
+    """Seeded cluster runs of the scenario's configuration (toggles off: the cluster's own
+    explanation takes the snapshot's) on the patched tree, each with a violation run again on
+    the unchanged tree: exit 1 is a violation the model does not explain and the unchanged code
+    does not show."""
+    scenario = SCENARIOS / f"{f.name}.scn"
+    if runs == 0 or not scenario.exists():
+        return NOT_RUN, "--cluster-runs 0" if runs == 0 else f"no scenario {scenario.relative_to(build.REPO)}"
+    from rmqcheck.checkers.counterexamples.files import CounterexampleError, read
+    from rmqcheck.model import configs
+
+    try:
+        cfg = read(scenario).config._replace(bugs=frozenset())
+    except CounterexampleError as exc:
+        return FAILED, f"{scenario}: {exc}"
+    if cfg.brokers < 2:
+        return NOT_RUN, "a cluster needs at least 2 brokers"
+    with tempfile.TemporaryDirectory(prefix="rmqcheck-findings-") as scratch:
+        (Path(scratch) / "config.json").write_text(json.dumps(configs.to_dict(cfg)))
+        try:
+            code, said = _rmqcheck("cluster", "--config", str(Path(scratch) / "config.json"), "--runs", str(runs),
+                                   "--out", str(Path(scratch) / "runs"), "--rocketmq-src", str(tree),
+                                   "--baseline", str(tarball))
+        except _CommandFailed as exc:
+            return FAILED, f"cluster could not run: {exc}"
+    seeds = f"{runs} run{'s' * (runs > 1)} (seed{f's 0-{runs - 1}' if runs > 1 else ' 0'})"
+    if code:
+        seen = re.search(r"(\w+) \(unexplained\)", said)
+        return FAILED, f"{seeds}: {seen[1] if seen else 'a violation'} neither explained by the model nor shown by " \
+                       "the unchanged code with the same seed"
+    return PASSED, f"{seeds}: every violation explained, none the patched code's own"
 
 
 def _junit(f: Finding, tree: Path, tarball: Path, changed: list[str], quick: bool) -> tuple[str, str]:
