@@ -654,7 +654,7 @@ def test_replay_of_a_cluster_run_s_violation_file_runs_it_again_and_explains_it(
 
     file = tmp_path / "violation.json"
     file.write_text(json.dumps({"kind": "rmqcheck cluster run", "config": configs.to_dict(configs.load("durable")),
-                                "seed": 7, "steps": 30, "faults": 3, "violations": [
+                                "seed": 7, "steps": 12, "faults": 3, "violations": [  # its violation at step 10
                                     {"check": "epoch_agreement", "subject": "replicas broker-1 broker-2"}]}))
     assert main(["replay", str(file), "--keep", str(tmp_path / "kept")]) == 0
     text = capsys.readouterr().out.replace("\n", " ")
