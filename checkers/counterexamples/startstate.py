@@ -55,6 +55,9 @@ def check(replicas: Sequence[Replica], cfg: Config) -> tuple[Replica, ...]:
             entries = ef.validated_entries(r.epochs, f"{where} epochs")
         except ValueError as exc:
             raise StartError(str(exc)) from None
+        if r.log > cfg.max_messages:  # each offset becomes a message (a log of 2^63 would never be built)
+            raise StartError(f"{where}: log {r.log} is more than max_messages ({cfg.max_messages}): each offset is "
+                             "a one-byte message")
         if r.log < 0 or (r.log > 0 and (not entries or entries[0][1] != 0)):
             raise StartError(f"{where}: a non-empty log needs epochs starting at offset 0 (every byte attributed)")
         if any(s > r.log for _, s in entries):
