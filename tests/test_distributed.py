@@ -296,7 +296,8 @@ def test_a_task_that_fails_once_is_retried_and_changes_nothing(python, tmp_path)
     spark = spark_on(CLUSTER, python)  # a cluster attempts a task up to 4 times (spark.task.maxFailures)
     failing = SparkExplorer(spark, std.cfg, bounds, tmp_path / "failing", fail_once=str(tmp_path / "marks")).run()
     # each job's first task failed once: both levels' expansions and both their frontier writes
-    assert sorted(p.name for p in (tmp_path / "marks").iterdir()) == ["0-expand", "0-select", "1-expand", "1-select"]
+    marks = {p.name for p in (tmp_path / "marks").iterdir()}
+    assert {"0-expand", "0-select", "1-expand", "1-select"} <= marks, marks
     clean = explore.Explorer(std.cfg, bounds).run()  # Spark's runs without failures are the local one's
     assert (failing.levels, failing.states, failing.transitions) == (clean.levels, clean.states, clean.transitions)
 
