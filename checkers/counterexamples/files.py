@@ -319,8 +319,8 @@ def parse_scenario(text: str, where: str) -> Counterexample:
             names.discard("none")
             toggles = base | frozenset(names)
         elif head == "seed":
-            if len(rest) != 1 or not rest[0].isdigit():
-                raise CounterexampleError(f"{at}: seed takes one non-negative integer")
+            if len(rest) != 1 or not rest[0].isdigit() or len(rest[0]) > 30:  # as any number here (_parse_value)
+                raise CounterexampleError(f"{at}: seed takes one non-negative integer of at most 30 digits")
             seed = int(rest[0])
         elif head == "expect":
             if len(rest) != 1:

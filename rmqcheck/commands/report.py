@@ -48,6 +48,8 @@ def run(args) -> int:
     matrix_rows = _checked(args.matrix, "--matrix", matrix.from_json)
     measures = _checked(args.bugs, "--bugs", rediscovery.from_json)
     step_pages = stepper.pages(cxs) if steps_dir is not None else {}
+    links = {p: f"{steps_dir.name}/{name}" for p, (name, _) in step_pages.items()} if steps_dir is not None else {}
+    page = report_html.page(matrix_rows, measures, cxs, steps=links)  # all drawn before anything is written
     # The step pages first, whole (a folder renamed into place), so the report never links to nothing.
     if steps_dir is not None:
         try:
@@ -57,8 +59,6 @@ def run(args) -> int:
         except OSError as exc:
             raise UsageError(f"--out {args.out}: its step pages cannot be written to {steps_dir}: "
                              f"{exc.strerror or exc}") from None
-    links = {p: f"{steps_dir.name}/{name}" for p, (name, _) in step_pages.items()}
-    page = report_html.page(matrix_rows, measures, cxs, steps=links)
     write_text(args.out, page)
     out.print(f"wrote {args.out}: {len(cxs)} counterexamples drawn, {len(page) / 1e6:.1f} MB"
               + (f"; {len(step_pages)} pages to step through in {steps_dir}" if steps_dir else ""))
