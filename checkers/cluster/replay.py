@@ -374,7 +374,8 @@ def run(cfg: Config, actions: list[Action], states: list[State], folder: Path, s
             for i, a in enumerate(actions, start=1):
                 kind, did = STEPS[a[0]](x, a, states[i - 1], states[i])
                 observed = c.settle(settle_timeout)
-                did = "; ".join([did] * bool(did) + [_unreleased(b, body) for b, body in c.unreleased])
+                notes = [_unreleased(b, body) for b, body in c.unreleased]
+                did = "; ".join(([did] if did else []) + notes)
                 c.unreleased.clear()
                 rows.append(_row(i, format_action(a), kind, did, _ahead(i, actions, states), x, observed, c.settled))
                 seen += [(i, inv, what) for inv, what in code_violations(x, observed)
