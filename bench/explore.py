@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import resource
 
-from rmqcheck.checkers.search.explore import STANDARD, Explorer
+from rmqcheck.checkers.search.explore import Explorer
+from rmqcheck.checkers.search.named import STANDARD
 
 from stateful import machine  # noqa: E402  (bench/ is on sys.path when run as a script)
 

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import explore, named
 from rmqcheck.checkers.search.distributed import SparkExplorer, stable_python
 from rmqcheck.processes import workers
 from rmqcheck.traces.spark import session
@@ -36,7 +36,7 @@ SECONDS = float(os.environ.get("BENCH_SPARK_SECONDS", "1800"))
 SCALE_DEPTH = int(os.environ.get("BENCH_SCALE_DEPTH", "14"))
 MEMORY = int(os.environ.get("BENCH_EXECUTOR_MB", "4096"))
 WORK = Path(os.environ.get("BENCH_WORK", tempfile.gettempdir())) / "rmqcheck-bench-explore"
-STD = explore.STANDARD["std3"]
+STD = named.STANDARD["std3"]
 
 
 def jvm_memory(spark) -> tuple[int, int]:

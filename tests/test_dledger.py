@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rmqcheck.checkers.proofs import dledger_offsets as dledger_proofs
-from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import explore, named
 from rmqcheck.checkers.search import modes
 from rmqcheck.checkers.counterexamples.files import CounterexampleError
 from rmqcheck.cli import main
@@ -127,7 +127,7 @@ def test_replay_cli_exit_codes(tmp_path, capsys):
 
 @pytest.mark.heavy
 def test_the_small_intended_configuration_is_exhaustive_and_safe():
-    cfg, _ = explore.DLEDGER["dledger"]
+    cfg, _ = named.DLEDGER["dledger"]
     r = explore.Explorer(cfg, explore.Bounds(symmetry=True)).run()
     assert r.exhaustive and not r.hits
     assert r.states > 10_000
@@ -140,7 +140,7 @@ def test_the_small_intended_configuration_is_exhaustive_and_safe():
     ("master_before_caught_up", "D7", {"nodes": 2, "max_messages": 2, "max_term": 2}),
     ("vote_ignores_voted_for", "D1", {})])
 def test_the_explorer_finds_the_shallow_toggles(toggle, invariant, sizes):
-    cfg, _ = explore.DLEDGER["dledger"]
+    cfg, _ = named.DLEDGER["dledger"]
     cfg = cfg._replace(bugs=frozenset({toggle}), **sizes)
     r = explore.Explorer(cfg, explore.Bounds(symmetry=True)).run(120, stop_on=[invariant])
     assert invariant in r.hits

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import explore, named, scoped
 from rmqcheck.checkers.search import liveness
 from rmqcheck.checkers.search.explore import Bounds, Explorer
 from rmqcheck.checkers.search.hunting import find
@@ -73,7 +73,7 @@ def test_failover_with_truncation_takes_std3_and_a_second_message():
     with a second message a 23-step run does, the handshake's last step."""
     path = Path(__file__).resolve().parents[1] / "scenarios" / "coverage" / "failover-with-truncation.scn"
     cx = read(path)
-    assert cx.invariant is None and cx.config == explore.STANDARD["std3"].cfg._replace(max_messages=2)
+    assert cx.invariant is None and cx.config == named.STANDARD["std3"].cfg._replace(max_messages=2)
     s = initial_state(cx.config)
     for i, a in enumerate(cx.actions):
         n = step(s, a, cx.config)
@@ -111,6 +111,34 @@ def test_breadth_first_counterexamples_are_shortest_and_replay():
     assert reproduces(cfg, hit.actions, "I2") == len(hit.actions)
 
 
+def test_a_hunt_gives_one_answer_whatever_its_turns_and_the_order_the_model_lists_steps_in(monkeypatch):
+    """Issue 43: which scope finds first depends on the turns (the clock, on a time budget; the
+    engine): here the first scope finds a 5-step counterexample before a later one's I2 in 4. The answer
+    is the least (length, scope, invariant), each scope's path the least in canonical order."""
+    from rmqcheck.model import configs
+
+    cfg = configs.exposing(frozenset({"ack_uses_local_sss_only"}))
+    targets = expected_ids(cfg)
+
+    def answer():
+        found, tried = scoped.hunt(cfg, targets, math.inf, states=200_000)
+        assert found is not None and found.shortest and not found.unsettled
+        return found.cfg, found.hit, tried
+
+    scope, hit, tried = answer()  # the first scope's first turn takes it whole
+    assert tried[0][2].stopped == "violation" and min(len(h.actions) for h in tried[0][2].hits.values()) == 5
+    assert (hit.invariant, len(hit.actions)) == ("I2", 4)
+    assert (scope.max_messages, scope.faults) == (1, NO_FAULTS._replace(lost_responses=1))  # the first scope with it
+    assert reproduces(scope, hit.actions, "I2") is not None
+    second = scoped.scopes(cfg)[1]  # where the order the model lists steps in would change the path kept
+    kept = Explorer(*second, targets).run(stop_on=targets).hits
+    monkeypatch.setattr(scoped, "SLICE_STATES", 7)
+    listed = explore.bounded_successors
+    monkeypatch.setattr(explore, "bounded_successors", lambda *a: list(reversed(listed(*a))))
+    assert answer()[:2] == (scope, hit)
+    assert Explorer(*second, targets).run(stop_on=targets).hits == kept
+
+
 @pytest.mark.heavy
 # confirm_skips_unacked_members: explore's 5 steps against stateful's 6 (on_become_master_sss_self_only,
 # here before, found in the last of its scopes: 22 s of exploration for the same check).
@@ -122,7 +150,7 @@ def test_explore_hunts_are_no_longer_than_the_stateful_checkers(toggle):
     targets = expected_ids(cfg)
     # Work, not seconds, so a busy machine gives the same verdict: both are found in their first
     # turns (about 1 s of a 60 s budget).
-    found, tried = explore.hunt(cfg, targets, math.inf, states=300_000)
+    found, tried = scoped.hunt(cfg, targets, math.inf, states=300_000)
     stateful, _ = find(cfg, targets, math.inf, 0, max_batches=4)
     assert found is not None and stateful is not None
     assert len(found.hit.actions) <= len(stateful.counterexample.actions)
@@ -130,12 +158,12 @@ def test_explore_hunts_are_no_longer_than_the_stateful_checkers(toggle):
 
 
 def test_hunts_budgeted_in_work_stop_after_that_work():
-    """`explore.hunt(states=)` and `stateful.hunt(max_batches=)`: a count, not the clock."""
+    """`scoped.hunt(states=)` and `stateful.hunt(max_batches=)`: a count, not the clock."""
     from rmqcheck.checkers.search.stateful import hunt as stateful_hunt
 
     cfg = TINY._replace(bugs=frozenset())
     def seen(states):
-        found, tried = explore.hunt(cfg, ["I1"], math.inf, states=states)
+        found, tried = scoped.hunt(cfg, ["I1"], math.inf, states=states)
         assert found is None
         return [(r.states, r.transitions) for *_, r in tried]
 
@@ -165,7 +193,7 @@ def test_scopes_grow_and_stay_within_the_configuration():
     from rmqcheck.model import configs
 
     cfg = configs.load("durable")
-    scopes = explore.scopes(cfg)
+    scopes = scoped.scopes(cfg)
     assert scopes[0][0].max_messages == 1 and scopes[-1][0] == cfg
     assert all(s.max_messages <= cfg.max_messages for s, _ in scopes)
     # a faultless scope cannot elect, so masterEpoch stays at 2; a scope with one heartbeat

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from rmqcheck.checkers.counterexamples.replay import reproduces
-from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import explore, named, scoped
 from rmqcheck.cli import main
 from rmqcheck.invariants.catalogue import expected_ids
 from rmqcheck.model import configs, footprint as fp
@@ -73,7 +73,7 @@ def test_a_footprint_that_leaves_out_a_write_is_caught(monkeypatch):
 
 
 def levels(name: str, depth: int, symmetry: bool, sleep: bool) -> explore.Result:
-    std = explore.STANDARD[name]
+    std = named.STANDARD[name]
     return explore.Explorer(std.cfg, std.bounds._replace(max_depth=depth, symmetry=symmetry, sleep_sets=sleep)).run()
 
 
@@ -115,7 +115,7 @@ SLOWER = ("on_become_master_sss_self_only", "confirm_min_over_connected_only", "
 def same_shortest(toggle: str) -> None:
     cfg = configs.exposing(frozenset({toggle}))
     targets = expected_ids(cfg)
-    found, _ = explore.hunt(cfg, targets, math.inf, states=1_500_000)  # about 300 s of work
+    found, _ = scoped.hunt(cfg, targets, math.inf, states=1_500_000)  # about 300 s of work
     assert found is not None
     shortest = min(len(h.actions) for h in found.result.hits.values())
     reduced = explore.Explorer(found.cfg, found.bounds._replace(sleep_sets=True), targets).run(600, stop_on=targets)

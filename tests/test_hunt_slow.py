@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rmqcheck.model import configs
-from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import explore, scoped
 from rmqcheck.checkers.search import liveness
 from rmqcheck.checkers.search.explore import Bounds
 from rmqcheck.checkers.search.hunting import find
@@ -74,7 +74,7 @@ def test_each_first_batch_toggle_is_explored_into_a_counterexample_no_longer_tha
     rows = json.loads((Path(__file__).parents[1] / "results" / "bugs.json").read_text())
     stateful = next(r["steps"] for r in rows if r["toggle"] == toggle and r["method"] == "stateful")
     cfg = configs.exposing(frozenset({toggle}))
-    found, tried = explore.hunt(cfg, expected_ids(cfg), math.inf, states=EXPLORE_STATES)
+    found, tried = scoped.hunt(cfg, expected_ids(cfg), math.inf, states=EXPLORE_STATES)
     assert found is not None, f"{toggle}: nothing in {EXPLORE_STATES:,} expanded states"
     assert len(found.hit.actions) <= stateful
     assert reproduces(found.cfg, found.hit.actions, found.hit.invariant) is not None

@@ -9,7 +9,8 @@ import pytest
 
 from rmqcheck.checkers.search import modes
 from rmqcheck.checkers.counterexamples.files import CounterexampleError
-from rmqcheck.checkers.search.explore import RECOVERY, Bounds, Explorer
+from rmqcheck.checkers.search.explore import Bounds, Explorer
+from rmqcheck.checkers.search.named import RECOVERY
 from rmqcheck.model import recovery as rc
 from rmqcheck.model.recovery import BLANK, RecoveryConfig
 

@@ -6,17 +6,19 @@ frontier is split into files of states under the work directory, one Spark task 
 local explorer calls (`explore.controller_space`: `successors` with its bounds, the fingerprint
 with its symmetry reduction, the invariants), so the model is not written twice.
 
-Spark holds the fingerprints; the states stay in the work directory. A task reports each
-successor as a small row (fingerprint, parent fingerprint, action, the task's number), at most
-one a fingerprint (the least (parent, action) the task produced), and writes those successors'
-states beside them in one candidate file. Spark de-duplicates the level's rows (one per
-fingerprint: the least (parent, action), so the result does not depend on partitioning) and
-anti-joins them against every fingerprint seen, which it keeps partitioned and spills to disk;
-then each new state is copied from the candidate file of the task that produced its winning
-row into the next frontier's files. A level's links (fingerprint, parent fingerprint, action)
-are written as Parquet and kept for good: the shortest counterexample is rebuilt from them as
-the local explorer rebuilds it from its parent pointers. Its frontier is dropped once the next
-level is done.
+Spark holds the fingerprints; the states stay in the work directory. Each state of a level
+has a rank, its place in the order the local explorer takes the level in (by least path,
+compared action text by action text: `explore.action_text`). A task reports each successor as a
+small row (fingerprint, parent fingerprint, action, the task's number, the parent's rank), at
+most one a fingerprint (the least (rank, action) the task produced), and writes those
+successors' states beside them in one candidate file. Spark de-duplicates the level's rows (one
+per fingerprint: the least (rank, action), the parent the local explorer keeps, whatever the
+partitioning), anti-joins them against every fingerprint seen, which it keeps partitioned and
+spills to disk, and ranks the new states; then each is copied from the candidate file of the
+task that produced its winning row into the next frontier's files. A level's links
+(fingerprint, parent fingerprint, action) are written as Parquet and kept for good: a
+counterexample is rebuilt from them as the local explorer rebuilds it from its parent
+pointers, and is the same one. Its frontier is dropped once the next level is done.
 
 Why the states bypass Spark's shuffle: a pickled state is about 1 KB on its own, but a batch of
 states from one lineage shares most of its structure (pickle writes a shared object once), so a
@@ -41,6 +43,7 @@ a string and None as level 0 did, and the initial state's fingerprint is taken o
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import threading
 import time
@@ -52,12 +55,12 @@ from rmqcheck.model import configs
 from rmqcheck.model.config import Config
 from rmqcheck.outputs import write_atomically
 
-from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import explore, scoped
 from rmqcheck.checkers.search import level_tasks as tasks
 from rmqcheck.checkers.search.coverage import Coverage
 from rmqcheck.checkers.search.level_tasks import Files, Job
 
-VERSION = 3  # 3: frontier and candidates as files of pickled states; Spark holds fingerprints only
+VERSION = 4  # 4: frontier states carry their rank in the level's canonical order
 ROWS_PER_TASK = 20_000  # at most this many states in a frontier file (one task of the next level)
 TASKS_PER_CORE = 4  # a level is cut into about this many tasks a core, while files hold 500 states
 MIN_FREE_BYTES = 256 * 2**20  # a level is not started with less free space in the work directory
@@ -130,6 +133,7 @@ class SparkExplorer:
         self.job = Job(cfg, bounds, invariants is None or explore.GHOST_READER in self.targets)
         self.fail_once = fail_once
         self._cut = threading.Event()  # set when the budget ends within the level being expanded
+        self.known: float = 0  # every violation at most this long is known (inf: exhausted)
 
     # --- the work directory ----------------------------------------------------------------------
 
@@ -211,7 +215,7 @@ class SparkExplorer:
         df = self.spark.createDataFrame([(fp0, None, None)], "fp long, parent long, action string")
         self._write(df, level / "links")
         try:
-            tasks.save_states(level / "frontier" / "00000-0000.pkl", [(fp0, s0, explore.NO_SLEEP)])
+            tasks.save_states(level / "frontier" / "00000-0000.pkl", [(fp0, s0, explore.NO_SLEEP, 0)])
         except OSError as exc:
             raise ExploreError(tasks.io_error_reason(str(exc))) from None
         hits = {v.invariant: {"message": v.message, "fp": None, "depth": 0, "action": None}
@@ -236,9 +240,9 @@ class SparkExplorer:
         seen = self.spark.read.parquet(*[str(self._level_dir(d) / "links") for d in range(depth + 1)]).select("fp")
         one_a_file = self.spark.range(len(files.frontier), numPartitions=len(files.frontier))
         out = one_a_file.mapInArrow(lambda it: tasks.expand(job, depth, targets, files, it, fail_once), tasks.OUT_DDL)
-        succ = out.filter(F.col("kind") == "s").select("fp", "parent", "action", "src")
-        best = succ.groupBy("fp").agg(F.min(F.struct("parent", "action", "src")).alias("m"))
-        best = best.select("fp", "m.parent", "m.action", "m.src")
+        succ = out.filter(F.col("kind") == "s").select("fp", "parent", "action", "src", "rank")
+        best = succ.groupBy("fp").agg(F.min(F.struct("rank", "action", "parent", "src")).alias("m"))
+        best = best.select("fp", "m.rank", "m.action", "m.parent", "m.src")
         new = best.join(seen, "fp", "left_anti")
         out.persist(StorageLevel.MEMORY_AND_DISK)  # marks only: nothing runs before the try
         new.persist(StorageLevel.MEMORY_AND_DISK)
@@ -250,7 +254,10 @@ class SparkExplorer:
                 self._write(new.select("fp", "parent", "action"), there / "links")
                 parallelism = self.spark.sparkContext.defaultParallelism
                 chunk = max(min(ROWS_PER_TASK, -(-count // (TASKS_PER_CORE * parallelism))), 500)
-                winners = new.select("fp", "src").repartition(max(parallelism, -(-count // ROWS_PER_TASK)), "src")
+                # The new level's ranks: its order by (parent's rank, action), as increasing ids
+                # (a sort's partitions are in order, and so are the ids within each).
+                ranked = new.orderBy("rank", "action").select("fp", "src", F.monotonically_increasing_id().alias("rank"))
+                winners = ranked.repartition(max(parallelism, -(-count // ROWS_PER_TASK)), "src")
                 written = self._spark(f"writing level {depth + 1}", lambda: winners.mapInArrow(
                     lambda it: tasks.select(files, chunk, depth, it, fail_once), "file string, states long").collect())
                 if sum(r["states"] for r in written) != count:
@@ -302,10 +309,12 @@ class SparkExplorer:
             time.sleep(0.2)
 
     def run(self, budget: float | None = None, stop_on: set[str] | frozenset[str] = (),
-            progress: Callable[[Level], None] | None = None, cut: bool = True) -> explore.Result:
-        """Explore until the space is exhausted, `budget` seconds pass, or an invariant in
+            progress: Callable[[Level], None] | None = None, cut: bool = True,
+            until: float | None = None) -> explore.Result:
+        """Explore until the space is exhausted, `budget` seconds pass, an invariant in
         `stop_on` is violated (once the level of that violation's state has been expanded, so
-        that every violation as short is known). The first level of a call is always completed,
+        that every violation as short is known), or every violation at most `until` steps long
+        is known (stopped "depth"). The first level of a call is always completed,
         so that every call advances; the level running when the budget ends is cancelled (its
         states are not counted, and a resumed run starts it again), or with `cut` off completed."""
         stop_on = frozenset(stop_on)
@@ -322,6 +331,9 @@ class SparkExplorer:
         while stopped is None:
             if depth > 0 and last["new"] == 0:
                 break  # the space is exhausted
+            if until is not None and max(depth - 1, 0) >= until:
+                stopped = "depth"
+                break
             if budget is not None and depth > done[-1]["depth"] and time.perf_counter() - start >= budget:
                 stopped = "budget"  # checked between levels, after one level at least
                 break
@@ -354,6 +366,7 @@ class SparkExplorer:
             if any(_length(hits[i]) <= depth for i in stop_on & hits.keys()):
                 stopped = "violation"
             depth += 1
+        self.known = math.inf if stopped is None else max(depth - 1, 0)
         levels = tuple(d["new"] for d in self._done())
         if levels and levels[-1] == 0:
             levels = levels[:-1]
@@ -399,7 +412,7 @@ def _length(hit: dict) -> int:
 
 def _merge(last: dict, small: list, depth: int, targets: frozenset[str], hits: dict) -> dict:
     """Add a level's tallies to the totals and record its violations in `hits`: per invariant
-    the least (state, step) of the level, so the answer does not depend on partitioning."""
+    the least (state's rank, step) of the level, the one the local explorer meets first."""
     transitions, pruned, slept = last["transitions"], last["pruned"], last["slept"]
     actions = dict(last["actions"])
     reached = set(last["reached"])
@@ -418,46 +431,55 @@ def _merge(last: dict, small: list, depth: int, targets: frozenset[str], hits: d
                 actions[k] = actions.get(k, 0) + v
             reached.update(t["reached"])
         elif r["inv"] in targets:
-            key = (r["action"] != "", r["parent"], r["action"], r["msg"])
+            key = (r["action"] != "", r["rank"], r["action"], r["msg"], r["parent"])
             if r["inv"] not in found or key < found[r["inv"]]:
                 found[r["inv"]] = key
-    for inv, (_, parent, action, message) in found.items():
+    for inv, (_, _, action, message, parent) in found.items():
         hits[inv] = {"message": message, "fp": parent, "depth": depth, "action": action or None}
     return {"transitions": transitions, "pruned": pruned, "slept": slept, "actions": actions,
             "reached": sorted(reached), "hashes": last["hashes"]}
 
 
 SLICE = 30.0  # seconds a scope's exploration runs (a level at least) before the next scope's turn
+SETTLE = 120.0  # seconds settling the other scopes gets at least: each level costs a few Spark jobs
+
+
+class _SparkScope:
+    """A scope on Spark for `scoped.hunt_scopes`: its exploration resumed a SLICE at a time."""
+
+    def __init__(self, explorer: SparkExplorer, targets: frozenset[str], budget: scoped.Budget,
+                 progress: Callable[[Level], None] | None) -> None:
+        self.explorer, self.targets, self.budget, self.progress = explorer, targets, budget, progress
+        self.ended, self.last = False, None
+
+    @property
+    def known(self) -> float:
+        return self.explorer.known
+
+    def turn(self, need: float) -> None:
+        self.last = self.explorer.run(min(SLICE, self.budget.left()), stop_on=self.targets, cut=False,
+                                      progress=self.progress, until=None if need == math.inf else need)
+        self.ended = self.last.stopped in ("violation", "exhausted")
+
+    def hits(self) -> dict[str, explore.Hit]:
+        return {} if self.last is None else self.last.hits
+
+    def result(self) -> explore.Result | None:
+        return self.last  # None if it never had a turn
 
 
 def hunt(spark: Any, cfg: Config, targets: set[str] | frozenset[str], budget: float, work_root: str | Path,
-         progress: Callable[[str, Level], None] | None = None) -> tuple[explore.ScopedHit | None, list]:
-    """`explore.hunt` on Spark: the growing scopes of `explore.scopes`, each explored level by
-    level under `work_root`, in turns of SLICE seconds (a level at least, so the last turn can
-    overshoot the budget by a level), until one violates a target or the budget ends. (scope,
-    bounds, result of its last turn) of each scope tried, and the first hit. Unlike the local
-    hunt it does not then look for a shorter counterexample in the whole configuration: the hit
-    is shortest within its scope."""
+         progress: Callable[[str, Level], None] | None = None) -> tuple[scoped.ScopedHit | None, list]:
+    """`scoped.hunt` on Spark: the same scopes, each explored level by level under `work_root`
+    in turns of SLICE seconds (a level at least, so a turn can overshoot the budget by a level),
+    and the same answer."""
     targets = frozenset(targets)
-    start = time.perf_counter()
-    plan = explore.scopes(cfg)
-    explorers = [SparkExplorer(spark, scope, bounds, Path(work_root) / f"scope-{i}", targets)
-                 for i, (scope, bounds) in enumerate(plan)]
-    results: dict[int, explore.Result] = {}
-    turns = list(range(len(plan)))
-    while turns:
-        left = budget - (time.perf_counter() - start)
-        if left <= 0:
-            break
-        i = turns.pop(0)
-        label = explore.describe_scope(*plan[i])
-        r = explorers[i].run(min(SLICE, left), stop_on=targets, cut=False,
-                             progress=None if progress is None else (lambda p, label=label: progress(label, p)))
-        results[i] = r
-        hit = next((r.hits[inv] for inv in sorted(r.hits) if inv in targets), None)
-        if hit is not None:
-            tried = [(*plan[j], results[j]) for j in sorted(results)]
-            return explore.ScopedHit(*plan[i], hit, r), tried
-        if not r.exhaustive:
-            turns.append(i)
-    return None, [(*plan[j], results[j]) for j in sorted(results)]
+    plan = scoped.scopes(cfg)
+    left = scoped.Budget(budget, None, SETTLE)
+    searches = [
+        _SparkScope(SparkExplorer(spark, scope, bounds, Path(work_root) / f"scope-{i}", targets), targets, left,
+                    None if progress is None else
+                    (lambda p, label=scoped.describe_scope(scope, bounds): progress(label, p)))
+        for i, (scope, bounds) in enumerate(plan)
+    ]
+    return scoped.hunt_scopes(plan, searches, targets, left)

@@ -4,22 +4,22 @@ Stores one 64-bit fingerprint per distinct state (the hash of its timeless view,
 hash over broker renamings with symmetry on: model/abstraction.py) with a parent pointer and
 the action that first reached it, as TLC and Stateright do; a path is rebuilt by following the
 parents and replayed concretely. Breadth-first order makes the first violation of each
-invariant a shortest one. `Bounds` adds TLC-style constraints: a state past them is checked
-but not expanded.
+invariant a shortest one. A state's successors are taken in the order of their actions' text,
+so each level is in a canonical order (by least path) and the counterexample kept for each
+invariant does not depend on the order the model lists steps in; the Spark explorer keeps the
+same one (distributed.py). A violation ends a search at the end of its level. `Bounds` adds
+TLC-style constraints: a state past them is checked but not expanded.
 
 Fingerprints may collide (two states, one hash): like TLC we report the probability bound
 n^2 / 2^64 for n states.
-
-One module on purpose (just over 500 lines): the scoped hunt at the end drives `Explorer.search`
-as a coroutine and shares its bounds, results and progress records.
 """
 
 from __future__ import annotations
 
 import inspect
 import itertools
+import json
 import math
-from collections import deque
 
 import time
 from array import array
@@ -31,8 +31,7 @@ from rmqcheck.model.classic import ClassicConfig
 from rmqcheck.model.dledger import DLedgerConfig
 from rmqcheck.model.recovery import RecoveryConfig
 from rmqcheck.model.abstraction import canonical_key, symmetries, timeless
-from rmqcheck.model.controller import ELECT_MASTER_MAX_RETRY
-from rmqcheck.model.config import NO_FAULTS, SYNC_FLUSH, Config, FaultBudget
+from rmqcheck.model.config import Config
 from rmqcheck.model.footprint import Footprint, footprint, independent, rank
 from rmqcheck.model.step import Action, initial_state, successors
 from rmqcheck.model.world import State
@@ -88,83 +87,6 @@ def bounded_successors(
     return out
 
 
-class Standard(NamedTuple):
-    cfg: Config
-    bounds: Bounds
-    description: str
-
-
-_SAFE = dict(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset(), message_sizes=(1,))
-
-# Standard configurations: the safe settings (allAckInSyncStateSet, SYNC_FLUSH, no unclean
-# election) on the intended baseline. Their state counts are in docs/exploration.md.
-STANDARD: dict[str, Standard] = {
-    "std2": Standard(
-        Config(brokers=2, max_messages=1, faults=NO_FAULTS._replace(crashes=1), **_SAFE),
-        Bounds(max_epoch=2, max_sss_epoch=3, max_depth=24),
-        "2 brokers, 1 one-byte message, 1 crash, masterEpoch <= 2, syncStateSetEpoch <= 3, depth <= 24",
-    ),
-    "std3": Standard(
-        Config(brokers=3, max_messages=1, faults=NO_FAULTS._replace(crashes=1), **_SAFE),
-        Bounds(max_epoch=2, max_sss_epoch=3, max_depth=15, symmetry=True),
-        "3 brokers, 1 one-byte message, 1 crash, masterEpoch <= 2, syncStateSetEpoch <= 3, depth <= 15, "
-        "symmetry over broker renaming",
-    ),
-}
-
-
-# Classic master/slave HA (model/classic.py), the snapshot's form: SYNC_MASTER, inSyncReplicas 2.
-CLASSIC: dict[str, tuple[ClassicConfig, str]] = {
-    "classic": (
-        ClassicConfig(slaves=2, sync_flush=True, max_messages=2, file_size=8, resets=1),
-        "classic HA: SYNC_MASTER + 2 slaves, inSyncReplicas 2, SYNC_FLUSH, 2 one-byte messages in one file, "
-        "1 crash, 1 connection reset",
-    ),
-    "classic-async-flush": (
-        ClassicConfig(max_messages=2, file_size=8),
-        "classic HA: SYNC_MASTER + 1 slave, inSyncReplicas 2, ASYNC_FLUSH (a crash loses the unflushed tail), "
-        "2 one-byte messages, 1 crash",
-    ),
-}
-
-# DLedger mode (model/dledger.py): the snapshot's DLedger 0.3.1.2 unless a name says otherwise.
-DLEDGER: dict[str, tuple[DLedgerConfig, str]] = {
-    "dledger": (
-        DLedgerConfig(max_term=1, crashes=0, bugs=frozenset()),
-        "DLedger mode, intended (dledger 93d6ff1 commit rule, a no-op on election): 3 members, one election "
-        "round (terms up to 1), 1 message, no crash",
-    ),
-    "dledger-snapshot": (
-        DLedgerConfig(max_term=3, crashes=0, noop_on_election=False),
-        "DLedger mode as the snapshot pins it (dledger-all-0.3.1.2, no no-op): 3 members, terms up to 3, "
-        "1 message, no crash",
-    ),
-}
-
-# Store crash recovery (model/recovery.py): 2-byte commit-log files, messages of 1 and 2 bytes
-# (so a file can end in a BLANK), 1 crash (any page-cache loss), 1 clean shutdown.
-RECOVERY: dict[str, tuple[RecoveryConfig, str]] = {
-    "recovery": (
-        RecoveryConfig(message_sizes=(1, 2), max_time=3, bugs=frozenset()),
-        "store recovery, intended (logicsMsgTimestamp of flushed entries, #10073; no dispatch in normal "
-        "recovery): ASYNC_FLUSH, 3 messages of 1-2 bytes in 2-byte files, 3 ticks, 1 crash, 1 clean shutdown",
-    ),
-    "recovery-snapshot": (
-        RecoveryConfig(message_sizes=(1, 2), max_time=3),
-        "store recovery as the snapshot writes it: ASYNC_FLUSH, 3 messages of 1-2 bytes in 2-byte files, "
-        "3 ticks, 1 crash, 1 clean shutdown",
-    ),
-    "recovery-controller": (
-        RecoveryConfig(controller_mode=True, max_time=0),
-        "a controller-mode slave's store as the snapshot writes it: dispatch up to confirmOffset, "
-        "3 one-byte messages in 2-byte files, 1 crash, 1 clean shutdown",
-    ),
-}
-
-# Every named configuration of the other modes.
-MODE_CONFIGS: dict[str, tuple[Any, str]] = {**CLASSIC, **DLEDGER, **RECOVERY}
-
-
 class Hit(NamedTuple):
     """The first (so shortest) violation of one invariant."""
 
@@ -187,7 +109,7 @@ class Result(NamedTuple):
     depth: int  # of the deepest level explored
     seconds: float
     exhaustive: bool  # every reachable state within the bounds was expanded
-    stopped: str  # why it ended: "exhausted", "budget", "violation"
+    stopped: str  # why it ended: "exhausted", "budget", "violation"; in a hunt, "settled" (scoped.py)
     pruned: int  # states checked but not expanded because of the bounds
     hits: dict[str, Hit]
     coverage: Coverage
@@ -330,6 +252,8 @@ class Explorer:
         self.action_ids: dict[Action, int] = {}
         self.action_list: list[Action] = []
         self.hits: dict[str, Hit] = {}
+        self.known: float = 0  # a running search knows every violation at most this long (inf: exhausted)
+        self.expanded = 0  # states its search has expanded (each a yield)
 
     def _action_id(self, a: Action) -> int:
         i = self.action_ids.get(a)
@@ -377,12 +301,24 @@ class Explorer:
         resumed = time.perf_counter()
         seconds = 0.0
 
-        def note(violations: list[Violation], prefix: tuple[Action, ...]) -> bool:
+        # A level's violations per invariant, published when the level ends (so `hits` only
+        # ever holds what no shorter or earlier counterexample can displace): the first step
+        # violation, else the first state violation, in the level's canonical order (below).
+        level_hits: dict[str, tuple[bool, Hit]] = {}
+
+        def note(violations: list[Violation], prefix: tuple[Action, ...], by_step: bool) -> bool:
             for v in violations:
-                if v.invariant not in hits:
-                    hits[v.invariant] = Hit(v.invariant, v.message, prefix)
-                    remaining.discard(v.invariant)
+                kept = level_hits.get(v.invariant)
+                if kept is None or (by_step and not kept[0]):
+                    level_hits[v.invariant] = (by_step, Hit(v.invariant, v.message, prefix))
             return any(v.invariant in stop_on for v in violations)
+
+        def publish(length: int) -> None:
+            for inv, (_, hit) in level_hits.items():
+                hits.setdefault(inv, hit)
+                remaining.discard(inv)
+            level_hits.clear()
+            self.known = length
 
         s0 = space.initial
         seen = {self.key(s0): 0}
@@ -391,7 +327,8 @@ class Explorer:
         if graph is not None:
             graph.labels.append(label(s0))
             graph.expanded.append(0)
-        stop = note(space.check_start(s0, frozenset(remaining)), ())
+        stop = note(space.check_start(s0, frozenset(remaining)), (), False)
+        publish(0)
         # (index, state, its sleep set): the steps it skips
         frontier: list[tuple[int, State, frozenset]] = [(0, s0, NO_SLEEP)]
         levels = [1]
@@ -407,7 +344,10 @@ class Explorer:
                 ids = frozenset(remaining)
                 if graph is not None:
                     graph.expanded[idx] = 1
-                succ = space.successors(s, sleep)
+                # Successors in the order of their actions' text, so each level is in the
+                # canonical order of its paths and each state's parent is its least path's:
+                # the Spark explorer keeps the same (distributed.py), whatever the partitions.
+                succ = sorted(space.successors(s, sleep), key=lambda an: action_text(an[0]))
                 slept += len(sleep)
                 sets = SleepSets(space, s, [a for a, _ in succ] + list(sleep)) if sleeping else None
                 for a, n in succ:
@@ -427,26 +367,30 @@ class Explorer:
                     if graph is not None:
                         graph.edges.append((idx, j, a))
                     if ids:
-                        vs = space.check_transition(s, a, n, ids)
-                        if new:
-                            vs += space.check_state(n, ids)
-                        if vs:
-                            stop = note(vs, self.path(idx) + (a,)) or stop
-                            ids = frozenset(remaining)
-                if stop:
-                    stopped = "violation"
-                    break
+                        step_vs = space.check_transition(s, a, n, ids)
+                        state_vs = space.check_state(n, ids) if new else []
+                        if step_vs or state_vs:
+                            prefix = self.path(idx) + (a,)
+                            stop = note(step_vs, prefix, True) | note(state_vs, prefix, False) | stop
                 now = time.perf_counter()
                 seconds += now - resumed
+                self.expanded += 1
                 told = yield Progress(len(seen), transitions, len(level) + len(frontier), depth, seconds)
                 resumed = time.perf_counter()
                 if told is STOP:
-                    stopped = "budget"
+                    stopped = "violation" if stop else "budget"
+                    publish(self.known)  # what the cut level found, though not all as short
                     break
-            if stopped is None and level:
-                levels.append(len(level))
+            if stopped is None:
+                publish(depth + 1)  # the level is whole: every violation this short is known
+                if level:
+                    levels.append(len(level))
+                if stop:
+                    stopped = "violation"  # at the end of its level, so that every one as short is known
             frontier = level
             depth += 1
+        if stopped is None:
+            self.known = math.inf
         seconds += time.perf_counter() - resumed
         n = len(seen)
         return Result(
@@ -468,6 +412,19 @@ class Explorer:
 
 STOP = object()  # sent to a search: end now, with what it has
 
+_ACTION_TEXT: dict[Action, str] = {}
+
+
+def action_text(a: Action) -> str:
+    """An action as JSON text, as the Spark explorer records it: the order of these texts is
+    the order in which both explorers take a state's successors (the canonical order)."""
+    text = _ACTION_TEXT.get(a)
+    if text is None:
+        if len(_ACTION_TEXT) > 100_000:
+            _ACTION_TEXT.clear()
+        text = _ACTION_TEXT[a] = json.dumps(a, default=repr)
+    return text
+
 
 def advance(
     search: Generator[Progress, object, Result],
@@ -475,9 +432,10 @@ def advance(
     progress: Callable[[Progress], None] | None = None,
     progress_every: float = 1.0,
     states: int | None = None,
+    until: Callable[[], bool] | None = None,
 ) -> Result | None:
     """Run `search` for about `seconds` more, or exactly `states` more expanded states (None:
-    to its end). Its Result if it ended."""
+    to its end), or until `until()` holds. Its Result if it ended."""
     now = time.perf_counter()
     end = None if seconds is None else now + seconds
     next_report = now + progress_every
@@ -490,7 +448,7 @@ def advance(
             if progress is not None and now >= next_report:
                 next_report = now + progress_every
                 progress(p)
-            if (end is not None and now >= end) or left <= 0:
+            if (end is not None and now >= end) or left <= 0 or (until is not None and until()):
                 return None
     except StopIteration as done:
         return done.value
@@ -505,117 +463,3 @@ def stop(search: Generator[Progress, object, Result]) -> Result:
     except StopIteration as done:
         return done.value
     raise AssertionError("a search went on after STOP")
-
-
-def scopes(cfg: Config) -> list[tuple[Config, Bounds]]:
-    """Growing scopes for hunting, smallest first (Alloy's small-scope hypothesis): no faults,
-    then one fault of a single kind, then one of each kind the configuration allows, each with
-    one message of the smallest size and then two of every size; then higher epochs, then the
-    whole configuration. Each is explored exhaustively, so what one finds is a shortest
-    counterexample within it (fewer kinds of noise keep the early spaces small).
-
-    syncStateSetEpoch gets one more than masterEpoch: every election bumps both, so with equal
-    bounds a failover after any SyncStateSet change would never be expanded. masterEpoch also
-    gets what the scope's faults can burn: a scan that finds no electable broker applies up to
-    electMasterMaxRetryCount failed elections, each bumping it (reference §7 item 10), so one
-    heartbeat timeout can take it from 1 to 5 (A9 needs exactly that). Only faults start such
-    a scan, so this stays finite where the SyncStateSet epoch (growing with no fault) does not."""
-    kinds = [NO_FAULTS._replace(**{k: 1}) for k, n in cfg.faults._asdict().items() if n > 0]
-    one_each = FaultBudget(*(min(n, 1) for n in cfg.faults))
-    messages = ((1, (min(cfg.message_sizes),)), (2, cfg.message_sizes))
-    plan = [(m, sizes, NO_FAULTS, 2) for m, sizes in messages]
-    plan += [(m, sizes, faults, 2) for faults in (*kinds, one_each) for m, sizes in messages]
-    plan += [(2, cfg.message_sizes, one_each, 3), (cfg.max_messages, cfg.message_sizes, cfg.faults, 3)]
-    out: list[tuple[Config, Bounds]] = []
-    for msgs, sizes, faults, epochs in plan:
-        scope = cfg._replace(max_messages=min(msgs, cfg.max_messages), message_sizes=sizes, faults=faults)
-        burnt = ELECT_MASTER_MAX_RETRY * faults.total()
-        bounds = Bounds(max_epoch=epochs + burnt, max_sss_epoch=epochs + 1)
-        if (scope, bounds) not in out:
-            out.append((scope, bounds))
-    return out
-
-
-def fault_text(cfg: Config) -> str:
-    return ", ".join(f"{k}={v}" for k, v in cfg.faults._asdict().items() if v) or "none"
-
-
-def describe_scope(scope: Config, bounds: Bounds) -> str:
-    return (
-        f"{scope.max_messages} msg, sizes {list(scope.message_sizes)}, faults {fault_text(scope)}, "
-        f"epochs <= {bounds.max_epoch}/{bounds.max_sss_epoch}"
-    )
-
-
-class ScopedHit(NamedTuple):
-    cfg: Config  # the scope's configuration, which replays the counterexample
-    bounds: Bounds
-    hit: Hit
-    result: Result
-
-
-SLICE = 1.0  # seconds a scope runs before the next one's turn in `hunt`
-SLICE_STATES = 5_000  # expanded states a turn when `hunt` counts states (about SLICE on this machine)
-MIN_WHOLE = 10.0  # seconds, or 10 * SLICE_STATES states, `_shorter_in_whole` gets at least
-
-
-def hunt(
-    cfg: Config, targets: Iterable[str], budget: float, progress: Callable[[str, Progress], None] | None = None,
-    states: int | None = None,
-) -> tuple[ScopedHit | None, list[tuple[Config, Bounds, Result]]]:
-    """Explore `scopes(cfg)` side by side, in turns of SLICE seconds, until one violates a
-    target invariant or the budget ends. Sharing the time keeps a large scope that cannot finish
-    from starving the one with the counterexample; a scope that is exhausted leaves its turns
-    to the others. With `states` the budget is that many expanded states, in turns of
-    SLICE_STATES, and the clock is not looked at: the same hunt on any machine under any load."""
-    targets = frozenset(targets)
-    start = time.perf_counter()
-    spent = 0  # expanded states, when counting them
-    plan = scopes(cfg)
-    searches = [Explorer(scope, bounds, targets).search(stop_on=targets) for scope, bounds in plan]
-    turns = deque(range(len(plan)))
-    ended: dict[int, Result] = {}
-    found: ScopedHit | None = None
-    while turns and found is None:
-        left = budget - (time.perf_counter() - start) if states is None else states - spent
-        if left <= 0:
-            break
-        i = turns.popleft()
-        label = describe_scope(*plan[i])
-        report = None if progress is None else lambda p: progress(label, p)
-        if states is None:
-            result = advance(searches[i], min(SLICE, left), report, SLICE / 2)
-        else:
-            turn = min(SLICE_STATES, left)
-            spent += turn
-            result = advance(searches[i], None, report, SLICE / 2, turn)
-        if result is None:
-            turns.append(i)
-            continue
-        ended[i] = result
-        hit = next((h for h in result.hits.values() if h.invariant in targets), None)
-        if hit is not None:
-            found = ScopedHit(*plan[i], hit, result)
-    for i in turns:
-        ended[i] = stop(searches[i])
-    tried = [(*plan[i], ended[i]) for i in sorted(ended)]
-    if found is not None and (found.cfg, found.bounds) != plan[-1]:
-        if states is None:
-            left = budget - (time.perf_counter() - start)
-            whole = dict(budget=min(left, max(sum(r.seconds for _, _, r in tried), MIN_WHOLE)))
-        else:
-            whole = dict(states=min(states - spent, max(spent, int(MIN_WHOLE) * SLICE_STATES)))
-        found = _shorter_in_whole(found, plan[-1], targets, whole, tried)
-    return found, tried
-
-
-def _shorter_in_whole(found: ScopedHit, whole: tuple[Config, Bounds], targets: frozenset[str], budget: dict,
-                      tried: list) -> ScopedHit:
-    """A small scope's counterexample is shortest within that scope only: a fault it leaves out
-    may give a shorter one. Explore the whole configuration up to one step less, for at most as
-    long as finding took (MIN_WHOLE at least), and keep what it finds."""
-    scope, bounds = whole[0], whole[1]._replace(max_depth=len(found.hit.actions) - 1)
-    result = Explorer(scope, bounds, targets).run(stop_on=targets, **budget)
-    tried.append((scope, bounds, result))
-    hit = next((h for h in result.hits.values() if h.invariant in targets), None)
-    return found if hit is None else ScopedHit(scope, bounds, hit, result)

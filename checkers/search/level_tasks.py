@@ -27,10 +27,11 @@ from rmqcheck.checkers.search import explore
 from rmqcheck.checkers.search.coverage import Coverage, WITNESSES
 
 # One row schema for everything a worker reports: successors (s), violations (v) and the
-# task's tallies (c: transitions, pruned, action counts and witnesses reached, as JSON).
+# task's tallies (c: transitions, pruned, action counts and witnesses reached, as JSON). `rank`
+# is the parent's (or the violating state's) place in its level's canonical order.
 OUT = pa.schema([("kind", pa.string()), ("inv", pa.string()), ("msg", pa.string()), ("parent", pa.int64()),
-                 ("action", pa.string()), ("fp", pa.int64()), ("src", pa.int32())])
-OUT_DDL = "kind string, inv string, msg string, parent long, action string, fp long, src int"
+                 ("action", pa.string()), ("fp", pa.int64()), ("src", pa.int32()), ("rank", pa.int64())])
+OUT_DDL = "kind string, inv string, msg string, parent long, action string, fp long, src int, rank long"
 
 IO_ERROR = "rmqcheck work directory"  # how a worker's failed read or write starts, for the driver to find
 
@@ -60,9 +61,10 @@ def _space(job: Job) -> explore.Space:
 
 
 # --- files of states ----------------------------------------------------------------------------
-# A frontier file holds [(fingerprint, state, sleep set), ...] pickled as one object, so the
-# structure its states share is written and read once; a candidate file is the same for the
-# successors one task kept.
+# A frontier file holds [(fingerprint, state, sleep set, rank), ...] pickled as one object, so
+# the structure its states share is written and read once; a candidate file holds (fingerprint,
+# state, sleep set) for the successors one task kept. A rank orders a level as the local
+# explorer takes it: by its states' least paths, compared action text by action text.
 
 
 def save_states(path: Path, rows: list[tuple]) -> None:
@@ -132,29 +134,28 @@ def expand(job: Job, depth: int, targets: frozenset[str], files: Files, batches:
            fail_once: str | None = None) -> Iterator[pa.RecordBatch]:
     """The frontier files numbered in `batches` expanded: each state's invariants, then (within
     the bounds) its successors with each step's invariants. A successor produced twice in a task
-    is kept once, the least (parent, action); its state goes to the task's candidate file."""
+    is kept once, the least (parent's rank, action); its state goes to the task's candidate file."""
     _injected_failure(fail_once, f"{depth}-expand")
     space = _space(job)
     sleeping = space.footprint is not None
-    action_text: dict[tuple, str] = {}
     with _NoGC():
         for b in batches:
             for src in b.column("id").to_pylist():
                 coverage = Coverage(job.cfg)
                 transitions = pruned = slept = 0
-                best: dict[int, tuple[int, str, Any, frozenset]] = {}
-                # Per invariant the least (is a step's, state, step, message): a state's
+                best: dict[int, tuple[int, str, int, Any, frozenset]] = {}
+                # Per invariant the least (is a step's, rank, step, message, state): a state's
                 # violation is one step shorter than a step's from it.
-                violations: dict[str, tuple[bool, int, str, str]] = {}
+                violations: dict[str, tuple[bool, int, str, str, int]] = {}
 
-                def note(found: list, fp: int, action: str) -> None:
+                def note(found: list, rank: int, action: str, fp: int) -> None:
                     for v in found:
-                        key = (action != "", fp, action, v.message)
+                        key = (action != "", rank, action, v.message, fp)
                         if v.invariant not in violations or key < violations[v.invariant]:
                             violations[v.invariant] = key
 
-                for fp, s, sleep in load_states(Path(files.frontier[src])):
-                    note(space.check_state(s, targets), fp, "")
+                for fp, s, sleep, rank in load_states(Path(files.frontier[src])):
+                    note(space.check_state(s, targets), rank, "", fp)
                     if not space.expands(s, depth):
                         pruned += 1
                         continue
@@ -164,34 +165,37 @@ def expand(job: Job, depth: int, targets: frozenset[str], files: Files, batches:
                     for a, n in succ:
                         transitions += 1
                         coverage.record(s, a, n)
-                        action = action_text.get(a) or action_text.setdefault(a, json.dumps(a))
+                        action = explore.action_text(a)
                         k = space.key(n)
-                        note(space.check_transition(s, a, n, targets), fp, action)
+                        note(space.check_transition(s, a, n, targets), rank, action, fp)
                         kept = best.get(k)
-                        if kept is None or (fp, action) < kept[:2]:
-                            best[k] = (fp, action, n, sets.after(a) if sets else explore.NO_SLEEP)
-                save_states(files.candidate(src), [(k, n, z) for k, (_, _, n, z) in best.items()])
+                        if kept is None or (rank, action) < kept[:2]:
+                            best[k] = (rank, action, fp, n, sets.after(a) if sets else explore.NO_SLEEP)
+                save_states(files.candidate(src), [(k, n, z) for k, (_, _, _, n, z) in best.items()])
                 tally = {"transitions": transitions, "pruned": pruned, "slept": slept, "actions": coverage.actions,
                          "hashes": hashes(),
                          "reached": [w.name for w in WITNESSES if w.applies(job.cfg) and w not in coverage.pending]}
-                rows = [("v", inv, msg, fp, action, None, src) for inv, (_, fp, action, msg) in violations.items()]
-                rows.append(("c", None, json.dumps(tally), None, None, None, src))
-                rows += [("s", None, None, parent, action, k, src) for k, (parent, action, _, _) in best.items()]
+                rows = [("v", inv, msg, fp, action, None, src, rank)
+                        for inv, (_, rank, action, msg, fp) in violations.items()]
+                rows.append(("c", None, json.dumps(tally), None, None, None, src, None))
+                rows += [("s", None, None, parent, action, k, src, rank)
+                         for k, (rank, action, parent, _, _) in best.items()]
                 for i in range(0, len(rows), 50_000):
                     yield _batch(rows[i:i + 50_000])
 
 
 def select(files: Files, chunk: int, depth: int, batches: Iterator[pa.RecordBatch],
            fail_once: str | None = None) -> Iterator[pa.RecordBatch]:
-    """The next frontier: each new state (fingerprint, the task that produced it) copied from
-    that task's candidate file into frontier files of `chunk` states (the last fewer), named
-    after this task's first source so that a retry writes the same files. One row (file, states)
-    per file written."""
+    """The next frontier: each new state (fingerprint, the task that produced it, its rank)
+    copied from that task's candidate file into frontier files of `chunk` states (the last
+    fewer), named after this task's first source so that a retry writes the same files. One row
+    (file, states) per file written."""
     _injected_failure(fail_once, f"{depth}-select")
-    wanted: dict[int, set[int]] = defaultdict(set)
+    wanted: dict[int, dict[int, int]] = defaultdict(dict)
     for b in batches:
-        for fp, src in zip(b.column("fp").to_pylist(), b.column("src").to_pylist()):
-            wanted[src].add(fp)
+        for fp, src, rank in zip(b.column("fp").to_pylist(), b.column("src").to_pylist(),
+                                 b.column("rank").to_pylist()):
+            wanted[src][fp] = rank
     written: list[dict] = []
 
     def write(rows: list[tuple]) -> None:
@@ -203,7 +207,7 @@ def select(files: Files, chunk: int, depth: int, batches: Iterator[pa.RecordBatc
     with _NoGC():
         for src in sorted(wanted):
             fps = wanted[src]
-            rows = [r for r in load_states(files.candidate(src)) if r[0] in fps]
+            rows = [(fp, n, z, fps[fp]) for fp, n, z in load_states(files.candidate(src)) if fp in fps]
             if len(rows) != len(fps):
                 raise OSError(f"{IO_ERROR}: cannot read {files.candidate(src)}: it holds {len(rows)} of its "
                               f"{len(fps)} new states")

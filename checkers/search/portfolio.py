@@ -18,7 +18,7 @@ from typing import Callable, Iterable, NamedTuple
 
 from rmqcheck.model.config import Config
 
-from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import explore, scoped
 from rmqcheck.checkers.search.hunting import Finding, explain, find
 from rmqcheck.checkers.search.walk import guided
 
@@ -59,13 +59,13 @@ class PortfolioResult(NamedTuple):
 
 
 class _ScopedExploration:
-    """`explore.hunt`'s growing scopes as one resumable search: each turn advances the scopes in
+    """`scoped.hunt`'s growing scopes as one resumable search: each turn advances the scopes in
     SLICE-second turns for a given time, and new violations of the targets are read off the
     explorers' hits (the searches never stop on one, so each scope yields the shortest
     counterexample it has of every invariant)."""
 
     def __init__(self, cfg: Config, targets: frozenset[str]) -> None:
-        self.plan = explore.scopes(cfg)
+        self.plan = scoped.scopes(cfg)
         self.explorers = [explore.Explorer(scope, bounds, targets) for scope, bounds in self.plan]
         self.searches = [e.search() for e in self.explorers]
         self.turns = deque(range(len(self.plan)))
@@ -76,7 +76,7 @@ class _ScopedExploration:
         new: dict[str, tuple[Config, explore.Hit]] = {}
         while self.turns and not new and time.perf_counter() < end:
             i = self.turns.popleft()
-            if explore.advance(self.searches[i], min(explore.SLICE, end - time.perf_counter())) is None:
+            if explore.advance(self.searches[i], min(scoped.SLICE, end - time.perf_counter())) is None:
                 self.turns.append(i)
             for inv, hit in self.explorers[i].hits.items():
                 if inv in targets and inv not in new:

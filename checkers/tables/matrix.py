@@ -33,7 +33,7 @@ from rmqcheck.model.bugs import SNAPSHOT
 from rmqcheck.model.classic import ASYNC_MASTER, SYNC_MASTER
 from rmqcheck.model.config import FLUSH_MODES, NO_FAULTS, Config, scaled
 
-from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import explore, named
 from rmqcheck.checkers.search import modes
 from rmqcheck.checkers.search.hunting import EXPECTED, SNAPSHOT_DEFECT, UNEXPLAINED, Finding, explain, find_each, guided_each, write_finding
 from rmqcheck.checkers.tables.parallel import ordered_map, spark_map
@@ -119,15 +119,15 @@ def controller_space(snapshot: bool = False, scales: tuple[str, ...] = MATRIX_SC
 def mode_space(snapshot: bool = False) -> list[Any]:
     """The other modes' rows: classic HA over brokerRole x inSyncReplicas x flushDiskType,
     DLedger mode, and store recovery over flushDiskType x controller mode."""
-    classic_base = explore.CLASSIC["classic"][0]
-    recovery_base = explore.RECOVERY["recovery"][0]
-    controller_slave = explore.RECOVERY["recovery-controller"][0]
+    classic_base = named.CLASSIC["classic"][0]
+    recovery_base = named.RECOVERY["recovery"][0]
+    controller_slave = named.RECOVERY["recovery-controller"][0]
     rows: list[Any] = [
         classic_base._replace(role=role, in_sync_replicas=isr, sync_flush=sync_flush)
         for role, isr in ((SYNC_MASTER, 2), (SYNC_MASTER, 3), (ASYNC_MASTER, 2))
         for sync_flush in (True, False)
     ]
-    rows.append(explore.DLEDGER["dledger"][0])
+    rows.append(named.DLEDGER["dledger"][0])
     rows += [base._replace(sync_flush=sync_flush) for base in (recovery_base, controller_slave) for sync_flush in (False, True)]
     if snapshot:
         rows = [cfg._replace(bugs=modes.mode_for(cfg).snapshot) for cfg in rows]

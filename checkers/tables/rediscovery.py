@@ -25,7 +25,7 @@ from rmqcheck.model import classic, dledger, recovery
 from rmqcheck.model.bugs import TOGGLES
 
 from rmqcheck.model import configs
-from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import explore, scoped
 from rmqcheck.checkers.search import liveness
 from rmqcheck.checkers.search import modes
 from rmqcheck.checkers.proofs import truncation as proofs
@@ -123,7 +123,7 @@ def _controller_attempt(name: str, method: str, seed: int, budget: float) -> Att
         r = guided(cfg, seed, budget, targets)
         hit = r.hit and (r.hit.invariant, len(r.hit.shrunk))
     elif method == "explore":
-        found, _ = explore.hunt(cfg, targets, budget)
+        found, _ = scoped.hunt(cfg, targets, budget)
         hit = found and (found.hit.invariant, len(found.hit.actions))
     elif method == "prove":
         # Z3 finds logs on which the search breaks its property; the model, started from those

@@ -13,7 +13,7 @@ from rich.table import Table
 from rmqcheck.checkers.java import conform, coverage
 from rmqcheck.checkers.java.build import BuildError
 from rmqcheck.checkers.java.driver import DriverError
-from rmqcheck.checkers.search import explore
+from rmqcheck.checkers.search import explore, named
 from rmqcheck.checkers.search.hunting import EXPECTED, UNEXPLAINED, write_finding
 from rmqcheck.checkers.search.portfolio import Found, portfolio
 from rmqcheck.checkers.tables import matrix
@@ -84,7 +84,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("local", "spark"), default="spark", help="trace validation engine (default spark)")
     p.add_argument(
         "--modes",
-        type=name_list(explore.MODE_CONFIGS, "configuration(s)", allow_empty=True),
+        type=name_list(named.MODE_CONFIGS, "configuration(s)", allow_empty=True),
         default=CHECK_MODES,
         help=f"other modes' configurations to explore, comma-separated, '' for none (default {','.join(CHECK_MODES)})",
     )
@@ -226,7 +226,7 @@ def _check_modes(args, out_dir: Path) -> int:
         table.add_column(col, overflow="fold")
     unexplained = 0
     for name in args.modes:
-        cfg, description = explore.MODE_CONFIGS[name]
+        cfg, description = named.MODE_CONFIGS[name]
         row = matrix.check_mode(cfg, MODE_BUDGET, out_dir, name=f"explore-{name}")
         unexplained += len(row.unexplained())
         row_case(args.results, "explore", name, row)

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.table import Table
 
 from rmqcheck.checkers.counterexamples.files import Counterexample, write
-from rmqcheck.checkers.search import explore, liveness
+from rmqcheck.checkers.search import explore, liveness, named, scoped
 from rmqcheck.checkers.search import modes
 from rmqcheck.checkers.search.hunting import explain, write_finding
 from rmqcheck.checkers.tables import matrix
@@ -49,7 +49,7 @@ def epoch_bound(text: str) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--config", default="std2", help=f"standard ({', '.join([*explore.STANDARD, *explore.MODE_CONFIGS])}), named or JSON file"
+        "--config", default="std2", help=f"standard ({', '.join([*named.STANDARD, *named.MODE_CONFIGS])}), named or JSON file"
     )
     p.add_argument("--budget", type=budget_seconds, default=None, help="seconds (default: until exhausted)")
     p.add_argument("--messages", type=natural, help="override max_messages")
@@ -73,15 +73,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     if args.engine != "spark" and (args.master or args.work_dir):
         raise UsageError("--master and --work-dir go with --engine spark")
-    if args.engine == "spark" and (args.config in explore.MODE_CONFIGS or args.liveness):
+    if args.engine == "spark" and (args.config in named.MODE_CONFIGS or args.liveness):
         raise UsageError("--engine spark explores controller mode's safety invariants (not the other modes, nor --liveness)")
-    if args.sleep_sets and (args.config in explore.MODE_CONFIGS or args.liveness):
+    if args.sleep_sets and (args.config in named.MODE_CONFIGS or args.liveness):
         raise UsageError("--sleep-sets goes with controller mode's safety invariants (not the other modes, nor "
                          "--liveness, which needs every transition)")
-    if args.config in explore.MODE_CONFIGS:
+    if args.config in named.MODE_CONFIGS:
         return _explore_mode(args)
-    if args.config in explore.STANDARD:
-        std = explore.STANDARD[args.config]
+    if args.config in named.STANDARD:
+        std = named.STANDARD[args.config]
         cfg, bounds, description = std.cfg, std.bounds, std.description
     else:
         cfg = configs.load(args.config)
@@ -97,7 +97,7 @@ def run(args) -> int:
         cfg = configs.from_dict({"max_messages": args.messages}, "--messages", cfg)
     if args.bug:
         cfg = configs.from_dict({"bugs": sorted(cfg.bugs | set(args.bug))}, "--bug", cfg)
-    if args.config in explore.STANDARD and (overrides or args.messages is not None or args.bug):
+    if args.config in named.STANDARD and (overrides or args.messages is not None or args.bug):
         description += "; changed by the options given (what runs is below)"
     if args.liveness:
         return _explore_liveness(args, cfg, bounds._replace(symmetry=False), description)
@@ -169,7 +169,7 @@ def _explore_spark(args, cfg: Config, bounds: explore.Bounds) -> explore.Result:
 
 def _explore_mode(args) -> int:
     """Classic HA, DLedger or store recovery: the whole space its budgets bound."""
-    cfg, description = explore.MODE_CONFIGS[args.config]
+    cfg, description = named.MODE_CONFIGS[args.config]
     mode = modes.mode_for(cfg)
     toggles = set(args.bug or ())
     unknown = sorted(toggles - mode.toggles)
@@ -205,7 +205,7 @@ def _explore_mode(args) -> int:
 
 
 def _print_bounds(cfg: Config, bounds: explore.Bounds) -> None:
-    out.print(f"  bounds: {bounds}; faults {explore.fault_text(cfg)}; toggles {sorted(cfg.bugs) or 'none'}")
+    out.print(f"  bounds: {bounds}; faults {scoped.fault_text(cfg)}; toggles {sorted(cfg.bugs) or 'none'}")
 
 
 def _explore_liveness(args, cfg: Config, bounds: explore.Bounds, description: str) -> int:

@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from rmqcheck.checkers.search import explore, swarm
+from rmqcheck.checkers.search import explore, scoped, swarm
 from rmqcheck.checkers.search.hunting import (
     BUG_TOGGLE,
     EXPECTED,
@@ -147,9 +147,10 @@ def _print_finding(f: Finding, path: Path | None) -> None:
         "stateful": f"after delta debugging (Hypothesis shrank to {f.raw_steps})",
         "walk": f"after delta debugging (the walk took {f.raw_steps})",
         "guided": f"after delta debugging (the guided walk took {f.raw_steps})",
-        "explore": "(breadth-first: shortest within its scope)",
+        "explore": "(breadth-first)",
     }.get(cx.method, "")
-    out.print(f"  {len(cx.actions)} steps {how}; seed {cx.seed}")
+    seed = "" if cx.seed is None else f"; seed {cx.seed}"
+    out.print(f"  {len(cx.actions)} steps {how}{seed}")
     for i, a in enumerate(cx.actions, start=1):
         out.print(f"  {i:3d}. {format_action(a)}")
     if path is not None:
@@ -177,15 +178,21 @@ def _hunt_explore(cfg: Config, targets, args, bar: Bar) -> Finding | None:
         except distributed.ExploreError as exc:
             raise UsageError(str(exc)) from None
     else:
-        found, tried = explore.hunt(cfg, targets, args.budget, lambda scope, p: bar.explored(p, scope))
+        found, tried = scoped.hunt(cfg, targets, args.budget, lambda scope, p: bar.explored(p, scope))
     for scope, bounds, r in tried:
         out.print(
-            f"scope {explore.describe_scope(scope, bounds)}: {r.states:,} states, {r.transitions:,} "
+            f"scope {scoped.describe_scope(scope, bounds)}: {r.states:,} states, {r.transitions:,} "
             f"transitions, depth {r.depth}, {r.seconds:.1f}s, {r.stopped}"
         )
     if found is None:
         return None
     h = found.hit
+    if found.shortest:
+        out.print(f"the shortest counterexample of every scope ({len(h.actions)} steps; the first scope and invariant "
+                  f"on a tie): the same on either engine")
+    else:
+        out.print(f"shortest within its scope only: the budget ended before {len(found.unsettled)} other scope(s) were "
+                  f"explored deep enough to rule out a shorter one ({'; '.join(found.unsettled)})")
     return explain(found.cfg, list(h.actions), h.invariant, h.message, None, "explore", len(h.actions))
 
 
