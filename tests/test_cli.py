@@ -4,6 +4,7 @@ clear errors for every file it reads."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,7 @@ def test_a_guided_hunt_writes_a_counterexample_replay_reproduces(tmp_path, capsy
     code, out, _ = run(capsys, "hunt", "--bug", "received_epoch_survives_truncation", "--method", "guided",
                        "--budget", "60", "--out", str(out_file))
     assert code == 1 and "kept states" in out and "guided walk took" in out
+    assert re.search(r"coverage: \d+ of \d+ witnesses reached", out)  # as explore reports them
     assert json.loads(out_file.read_text())["method"] == "guided"
     code, out, _ = run(capsys, "replay", str(out_file))
     assert code == 1 and "reproduced: I5" in out

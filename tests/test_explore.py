@@ -81,6 +81,25 @@ def test_failover_with_truncation_takes_std3_and_a_second_message():
         s = n
 
 
+def test_the_witnesses_of_offsets_inside_messages_on_their_shortest_run():
+    """Issue 43: the precondition no random walk reached, step by step: a partial batch leaves a
+    torn tail (step 6), the master reads its ack (confirmOffset inside message 2, step 7), and
+    restarts with it saved (step 9)."""
+    from rmqcheck.checkers.search import coverage
+
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "coverage" / "restart-with-confirm-inside-message.scn"
+    cx = read(path)
+    s = initial_state(cx.config)
+    seen = {"tail_torn": [], "confirm_inside_message": [], "restart_with_confirm_inside_message": []}
+    for i, a in enumerate(cx.actions, start=1):
+        n = step(s, a, cx.config)
+        for name, flags in seen.items():
+            if getattr(coverage, name)(s, a, n):
+                flags.append(i)
+        s = n
+    assert seen == {"tail_torn": [6, 7, 8, 9], "confirm_inside_message": [7, 8], "restart_with_confirm_inside_message": [9]}
+
+
 @pytest.mark.heavy
 def test_a_crash_configuration_reaches_a_lone_master_crash(crash):
     assert crash.exhaustive and "lone_master_crash" not in crash.coverage.unreached()

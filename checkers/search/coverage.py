@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from rmqcheck.model.broker import max_phy
+from rmqcheck.model.commitlog import CommitLog, Messages, check_message, message_floor
+from rmqcheck.model.commitlog import max_phy as max_phy_of
 from rmqcheck.model.config import Config
 from rmqcheck.model.step import Action
 from rmqcheck.model.world import State
@@ -63,6 +65,49 @@ def lone_master_crash(pre: State, a: Action, post: State) -> bool:
     return a[0] == "crash" and applied.master == a[1] and applied.sss == frozenset((a[1],))
 
 
+def place(log: CommitLog, offset: int) -> str:
+    """Where an offset a broker keeps falls in its log: "unset" (-1), on a message "boundary",
+    "inside" a message, or "past" the end. The invariants read offsets that land inside
+    messages (a partial batch acknowledged, a torn tail recovered), which whole-message runs
+    never show."""
+    if offset < 0:
+        return "unset"
+    if offset > max_phy_of(log):
+        return "past"
+    return "inside" if message_floor(log, offset) != offset else "boundary"
+
+
+def torn_tail(log: CommitLog, msgs: Messages) -> bool:
+    """The log ends inside a message (a partial HA batch, or what a crash kept)."""
+    end = max_phy_of(log)
+    if end == log.base:
+        return False
+    start = message_floor(log, end - log.unit)
+    return not check_message(log, start, msgs)[0]
+
+
+def shape(s: State) -> tuple:
+    """Per broker: where its confirm, flushed and dispatch offsets fall, and a torn tail."""
+    return tuple((place(b.log, b.confirm), place(b.log, b.log.flushed), place(b.log, b.reput), torn_tail(b.log, s.msgs))
+                 for b in s.brokers)
+
+
+def confirm_inside_message(pre: State, a: Action, post: State) -> bool:
+    return any(place(b.log, b.confirm) == "inside" for b in post.brokers)
+
+
+def tail_torn(pre: State, a: Action, post: State) -> bool:
+    return any(torn_tail(b.log, post.msgs) for b in post.brokers)
+
+
+def restart_with_confirm_inside_message(pre: State, a: Action, post: State) -> bool:
+    return a[0] == "restart" and place(pre.broker(a[1]).log, pre.broker(a[1]).confirm) == "inside"
+
+
+def _multi_cell(cfg: Config) -> bool:
+    return max(cfg.message_sizes) > 1
+
+
 def _always(cfg: Config) -> bool:
     return True
 
@@ -102,6 +147,27 @@ WITNESSES: tuple[Witness, ...] = (
         lambda cfg: cfg.faults.crashes > 0,
         "no crash in the fault budget",
         lone_master_crash,
+    ),
+    Witness(
+        "confirm_inside_message",
+        "a broker's confirmOffset lies inside a message (a partial batch acknowledged)",
+        _multi_cell,
+        "every message is one cell",
+        confirm_inside_message,
+    ),
+    Witness(
+        "torn_tail",
+        "a broker's log ends inside a message (a partial HA batch, or a crash's torn write)",
+        _multi_cell,
+        "every message is one cell",
+        tail_torn,
+    ),
+    Witness(
+        "restart_with_confirm_inside_message",
+        "a broker restarts with its saved confirmOffset inside a message (issue 43's unreached precondition)",
+        lambda cfg: _multi_cell(cfg) and cfg.faults.crashes > 0,
+        "every message is one cell, or no crash in the fault budget",
+        restart_with_confirm_inside_message,
     ),
 )
 

@@ -196,6 +196,17 @@ def _hunt_explore(cfg: Config, targets, args, bar: Bar) -> Finding | None:
     return explain(found.cfg, list(h.actions), h.invariant, h.message, None, "explore", len(h.actions))
 
 
+def _print_reached(coverage) -> None:
+    """The "sometimes" witnesses a randomised hunt reached, as `explore` reports them: one it
+    never reached is a situation it says nothing about."""
+    rows = [(name, status) for name, status, _ in coverage.report() if not status.startswith("n/a")]
+    missed = [name for name, status in rows if status == "NOT REACHED"]
+    line = f"coverage: {len(rows) - len(missed)} of {len(rows)} witnesses reached"
+    if missed:
+        line += f"; [bold red]not reached: {', '.join(missed)}[/] (this hunt says nothing about them)"
+    out.print(line)
+
+
 def _hunt_walk(cfg: Config, targets, args, bar: Bar) -> Finding | None:
     r = walk(cfg, args.seed, args.depth, args.budget, targets, progress=bar.walked("walks"))
     summary = f"{r.walks:,} walks of up to {args.depth} steps, {r.steps:,} steps in {r.seconds:.1f}s"
@@ -270,8 +281,9 @@ def _hunt_portfolio(cfg: Config, targets, label: str, args) -> int:
 
 
 def _walk_finding(cfg: Config, r, args, method: str, summary: str, unit: str, since: str = "") -> Finding | None:
-    """Print a walk run's summary and its hit; the hit's delta-debugged finding."""
+    """Print a walk run's summary, its coverage and its hit; the hit's delta-debugged finding."""
     out.print(summary)
+    _print_reached(r.coverage)
     if r.hit is None:
         return None
     h = r.hit
