@@ -37,7 +37,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from rmqcheck.model.world import IN_SYNC_REPLICAS_NOT_ENOUGH, PUT_OK
 
-from . import history, stores
+from . import history, logs, stores
 from .conformance import replay_table
 from .files import BadRecord, parquet_file, parquet_location, read_file, read_table
 from .openchaos import count_records, read_history
@@ -385,7 +385,8 @@ def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None
             with warnings.catch_warnings():  # after a Ctrl-C the JVM may be gone: PySpark warns of it
                 warnings.filterwarnings("ignore", "Unable to cleanly shutdown Spark JVM", RuntimeWarning)
                 spark.stop()
-    units: dict[str, int] = {"files": len(inputs.traces), "histories": len(inputs.histories), "store_sets": len(inputs.store_sets)}
+    units: dict[str, int] = {"files": len(inputs.traces), "histories": len(inputs.histories), "store_sets": len(inputs.store_sets),
+                             "log_sets": len(inputs.log_sets)}
     seconds: dict[str, float] = {}
     bad: list[BadRecord] = []
     violations = []
@@ -428,6 +429,12 @@ def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None
         sets = [str(Path(p).resolve()) for p in inputs.store_sets]
         violations += sc.parallelize(sets, slices).flatMap(stores.check_set).collect()
     seconds["stores"] = time.perf_counter() - t
+    t = time.perf_counter()
+    if inputs.log_sets:  # a task a set, as the store sets
+        sc = spark.sparkContext
+        sets = [str(Path(p).resolve()) for p in inputs.log_sets]
+        violations += sc.parallelize(sets, min(len(sets), 4 * sc.defaultParallelism)).flatMap(logs.check_set).collect()
+    seconds["logs"] = time.perf_counter() - t
     spark.catalog.clearCache()  # the read records, client ops and per-message aggregates cached above
     found = sorted(history.Violation(r[0], r[1], r[2], int(r[3]), r[4]) for r in violations)
     return Report("spark", units, found, bad, seconds)

@@ -1,9 +1,10 @@
 """What `rmqcheck validate` reads and reports, and the local (single-process, streaming) engine.
 
 Inputs under the given paths: v1 event traces (`*.ndjson`, `*.parquet`), OpenChaos histories
-(files with `history` in the name) and replica sets of RocketMQ store directories (holding
-`epochFileCheckpoint`). Three check families: conformance (traces/conformance.py), client
-history (traces/history.py) and store artefacts (traces/stores.py). The Spark engine
+(files with `history` in the name), replica sets of RocketMQ store directories (holding
+`epochFileCheckpoint`) and sets of RocketMQ's logs (`broker.log`, `store.log`,
+`controller.log`, a folder a node). Four check families: conformance (traces/conformance.py),
+client history (traces/history.py), store artefacts (traces/stores.py) and logs (traces/logs.py). The Spark engine
 (traces/spark.py) must return the same Report, violation for violation.
 """
 
@@ -19,7 +20,7 @@ from typing import Callable, Iterable, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import history, openchaos, stores
+from . import history, logs, openchaos, stores
 from .conformance import RunVerdict, replay_table
 from .files import FORMATS, BadRecord, read_table
 from .history import Violation
@@ -29,6 +30,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "conformance": ("conformance",),
     "history": history.CHECKS,
     "stores": stores.CHECKS,
+    "logs": logs.CHECKS,
 }
 CHECK_FAMILY = {c: fam for fam, checks in FAMILIES.items() for c in checks}
 # Findings that break no safety guarantee: reported, and failing the run only with --strict.
@@ -40,7 +42,7 @@ REPORTED: dict[str, str] = {
 CLIENT_OPS = pa.array([history.SEND, history.READ])  # what units["client_ops"] counts
 # What a report counts: trace files, their records (events) and runs, OpenChaos histories and
 # their records (lines), replica sets of store files, and the client operations (sends and reads).
-UNITS = ("files", "events", "runs", "histories", "history_records", "store_sets", "client_ops")
+UNITS = ("files", "events", "runs", "histories", "history_records", "store_sets", "log_sets", "client_ops")
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 
 
@@ -57,9 +59,10 @@ class Inputs(NamedTuple):
     traces: list[str]
     histories: list[str]
     store_sets: list[str]
+    log_sets: list[str] = []
 
     def empty(self) -> bool:
-        return not (self.traces or self.histories or self.store_sets)
+        return not (self.traces or self.histories or self.store_sets or self.log_sets)
 
 
 def discover(paths: Iterable[str]) -> Inputs:
@@ -69,6 +72,7 @@ def discover(paths: Iterable[str]) -> Inputs:
     traces: set[str] = set()
     hist: set[str] = set()
     sets: set[str] = set()
+    log_sets: set[str] = set()
     given: dict[Path, str] = {}  # real path -> the name it was given by
     for name in paths:
         p = Path(name)
@@ -79,7 +83,7 @@ def discover(paths: Iterable[str]) -> Inputs:
                 raise TraceError(name, "path", f"named twice: {other} already includes it" if real != other_real
                                  or real.is_file() else f"named twice (as {other})")
         given[real] = name
-        before = len(traces) + len(hist) + len(sets)
+        before = len(traces) + len(hist) + len(sets) + len(log_sets)
         for f in [p] if p.is_file() else _files(p):
             if f.suffix[1:] in FORMATS:
                 traces.add(str(f))
@@ -87,9 +91,12 @@ def discover(paths: Iterable[str]) -> Inputs:
                 sets.add(str(f.parent.parent))
             elif openchaos.is_history(str(f)):
                 hist.add(str(f))
-        if len(traces) + len(hist) + len(sets) == before:
-            raise TraceError(name, "path", "no traces (.ndjson/.parquet), OpenChaos histories or epoch files in it")
-    return Inputs(sorted(traces), sorted(hist), sorted(sets))
+            elif logs.FILES.fullmatch(f.name):
+                log_sets.add(str(f.parent.parent))
+        if len(traces) + len(hist) + len(sets) + len(log_sets) == before:
+            raise TraceError(name, "path", "no traces (.ndjson/.parquet), OpenChaos histories, epoch files or "
+                                           "RocketMQ logs in it")
+    return Inputs(sorted(traces), sorted(hist), sorted(sets), sorted(log_sets))
 
 
 def _check_entry(p: Path, where: str) -> None:
@@ -145,8 +152,8 @@ class Report(NamedTuple):
         return out
 
     def records(self) -> int:
-        """Every record read: trace events, history lines and store sets."""
-        return self.units["events"] + self.units["history_records"] + self.units["store_sets"]
+        """Every record read: trace events, history lines, store sets and log sets."""
+        return self.units["events"] + self.units["history_records"] + self.units["store_sets"] + self.units["log_sets"]
 
     def failed(self, strict: bool = False) -> bool:
         return any(strict or v.check not in REPORTED for v in self.violations)
@@ -208,4 +215,9 @@ def validate_local(inputs: Inputs, skip: bool = False, progress: Progress | None
         violations += stores.check_set(s)
     units["store_sets"] = len(inputs.store_sets)
     seconds["stores"] = time.perf_counter() - t
+    t = time.perf_counter()
+    for s in inputs.log_sets:
+        violations += logs.check_set(s)
+    units["log_sets"] = len(inputs.log_sets)
+    seconds["logs"] = time.perf_counter() - t
     return Report("local", units, sorted(violations), bad, dict(seconds))

@@ -244,7 +244,8 @@ def print_validation(report, seconds: float, strict: bool, violations: Path, sho
     table = Table(
         title=(
             f"rmqcheck validate ({report.engine}): {u['events']:,} events in {u['runs']:,} runs, "
-            f"{u['histories']} OpenChaos histories ({u['history_records']:,} records), {u['store_sets']} store sets"
+            f"{u['histories']} OpenChaos histories ({u['history_records']:,} records), {u['store_sets']} store sets, "
+            f"{u['log_sets']} log sets"
             + (f", {len(report.bad):,} bad records skipped" if report.bad else "") + f", {seconds:.1f} s"
         )
     )

@@ -8,21 +8,26 @@ import sys
 from pathlib import Path
 
 from rmqcheck.outputs import check_output
+from rmqcheck.traces.logs import is_log_set
 from rmqcheck.traces.schema import TraceError
 from rmqcheck.traces.validate import SparkUnavailable
 
-from .common import add_result_options, natural, out, print_validation, run_validation, spark_master, write_text
+from .common import (UsageError, add_result_options, natural, out, print_validation, run_validation, spark_master,
+                     write_text)
 
 NAME = "validate"
 HELP = "check recorded traces, OpenChaos histories and epoch files"
 # Paths by role (cli.py refuses an output that is an input too, or named twice).
 OUTPUTS = ("--violations", "--rejected")
-INPUTS = ("paths",)
-READ_WHOLE = ("paths",)
+INPUTS = ("paths", "--logs")
+READ_WHOLE = ("paths", "--logs")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("paths", nargs="*", metavar="PATH")
+    p.add_argument("--logs", action="append", default=[], metavar="DIR",
+                   help="RocketMQ's own logs after an incident: a folder a node (broker.log, store.log, controller.log, "
+                        "and a broker's epochFileCheckpoint where kept); docs/traces.md")
     p.add_argument("--engine", choices=("local", "spark"), default="local")
     p.add_argument("--master", type=spark_master, help="Spark master URL (default local[*]; e.g. local-cluster[2,1,1024], "
                    "spark://host:7077)")
@@ -40,8 +45,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     check_output(args.violations, "--violations")
     check_output(args.rejected, "--rejected")
+    if not args.paths and not args.logs:
+        raise UsageError("give a PATH to validate, or --logs DIR")
     try:
-        report, seconds = run_validation(args.paths, args.engine, args.skip_bad_records, args.master, args.quiet)
+        for folder in args.logs:
+            if not Path(folder).is_dir() or not is_log_set(Path(folder)):
+                raise TraceError(folder, "--logs", "not a folder of nodes' log folders (DIR/<node>/broker.log, "
+                                                   "store.log or controller.log)")
+        report, seconds = run_validation(args.paths + args.logs, args.engine, args.skip_bad_records, args.master,
+                                         args.quiet)
     except TraceError as exc:
         print(f"rmqcheck: bad input: {exc}", file=sys.stderr)
         args.results.add("validate", "input", "error", f"bad input: {exc}")

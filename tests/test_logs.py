@@ -1,0 +1,138 @@
+"""`rmqcheck validate --logs DIR` (issue 45, logs from an operator's cluster): each check shown
+catching the log of what it judges, the public excerpt of apache/rocketmq#9689, and damaged
+logs refused with the file and line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rmqcheck.cli import main
+from rmqcheck.traces import logs
+from rmqcheck.traces.schema import TraceError
+
+ISSUE_9689 = Path(__file__).parent / "data" / "logs" / "issue-9689"
+
+# A failover as the snapshot's code logs it (message texts from ReplicasManager and
+# AutoSwitchHAService/Client, file:line in traces/logs.py): broker-a (id 1) is master at epoch 1
+# with SyncStateSet {1, 2}; broker-b (id 2) follows, then is elected at epoch 2 from 300.
+GOOD = {
+    "broker-a/broker.log": """\
+2026-11-27 10:00:00 INFO main - Begin to change to master, brokerName:broker-a, replicas:127.0.0.1:10911, new Epoch:1
+2026-11-27 10:00:00 INFO main - SyncStateSet changed from [] to [1]
+2026-11-27 10:00:01 INFO BrokerControllerScheduledThread1 - Change broker [id:1][address:127.0.0.1:10911] to SYNC_MASTER, newMasterBrokerId:1, newMasterAddress:127.0.0.1:10911, newMasterEpoch:1, syncStateSetEpoch:1
+2026-11-27 10:00:05 INFO ReplicasManager_ExecutorService_1 - SyncStateSet changed from [1] to [1, 2]
+""",
+    "broker-a/store.log": """\
+2026-11-27 10:00:00 INFO main - TruncateOffset is 0, confirmOffset is 0, maxPhyOffset is 0
+2026-11-27 10:00:00 INFO main - Change ha to master success, newMasterEpoch:1, startOffset:0
+2026-11-27 10:00:40 ERROR AutoSwitchHAConnection_ReadSocketService - processReadEvent error
+java.io.IOException: Connection reset by peer
+\tat sun.nio.ch.FileDispatcherImpl.read0(Native Method)
+\t... 4 more
+""",
+    "broker-b/broker.log": """\
+2026-11-27 10:00:00 INFO main - Begin to change to slave, brokerName=broker-a, brokerId=2, newMasterBrokerId=1, newMasterAddress=127.0.0.1:10911, newMasterEpoch=1
+2026-11-27 10:01:00 INFO ReplicasManager_ScheduledService_1 - Begin to change to master, brokerName:broker-a, replicas:127.0.0.1:10921, new Epoch:2
+2026-11-27 10:01:00 INFO ReplicasManager_ScheduledService_1 - SyncStateSet changed from [1, 2] to [2]
+""",
+    "controller/controller.log": """\
+2026-11-27 10:00:00 INFO org.apache.rocketmq.controller.impl.DLedgerController$EventScheduler - Event queue run event electMaster, get the result ControllerResult{events=[ElectMasterEvent{newMasterElected=true, brokerName='broker-a', newMasterBrokerId=1}], response=ElectMasterResponseHeader{masterBrokerId=1, masterAddress='127.0.0.1:10911', masterEpoch=1, syncStateSetEpoch=1}}
+2026-11-27 10:00:05 INFO org.apache.rocketmq.controller.impl.DLedgerController$EventScheduler - Event queue run event alterSyncStateSet, get the result ControllerResult{events=[AlterSyncStateSetEvent{brokerName='broker-a', newSyncStateSet=[1, 2]}], response=AlterSyncStateSetResponseHeader{newSyncStateSetEpoch=2}}
+2026-11-27 10:01:00 INFO org.apache.rocketmq.controller.impl.DLedgerController$EventScheduler - Event queue run event electMaster, get the result ControllerResult{events=[ElectMasterEvent{newMasterElected=true, brokerName='broker-a', newMasterBrokerId=2}], response=ElectMasterResponseHeader{masterBrokerId=2, masterAddress='127.0.0.1:10921', masterEpoch=2, syncStateSetEpoch=3}}
+""",
+    "broker-b/store.log": """\
+2026-11-27 10:00:00 INFO main - Change ha to slave success, newMasterAddress:127.0.0.1:10912, newMasterEpoch:1
+2026-11-27 10:00:02 INFO AutoSwitchHAClient - master epoch entries is [EpochEntry{epoch=1, startOffset=0, endOffset=9223372036854775807}]
+2026-11-27 10:00:02 INFO AutoSwitchHAClient - local epoch entries is []
+2026-11-27 10:01:00 INFO ReplicasManager_ScheduledService_1 - TruncateOffset is 300, confirmOffset is 300, maxPhyOffset is 300
+2026-11-27 10:01:00 INFO ReplicasManager_ScheduledService_1 - Change ha to master success, newMasterEpoch:2, startOffset:300
+""",
+}
+
+# Each check's bad log: (file, the line replaced or None to append, the new line).
+BAD = {
+    "one_master_per_epoch": ("broker-a/store.log", None,
+                             "2026-11-27 10:02:00 INFO main - Change ha to master success, newMasterEpoch:2, startOffset:300"),
+    "epoch_agreement_in_logs": ("broker-b/store.log", 1, "2026-11-27 10:00:02 INFO AutoSwitchHAClient - master epoch "
+                                "entries is [EpochEntry{epoch=1, startOffset=5, endOffset=9223372036854775807}]"),
+    "truncation_below_confirm": ("broker-b/store.log", 3, "2026-11-27 10:01:00 INFO main - TruncateOffset is 280, "
+                                 "confirmOffset is 300, maxPhyOffset is 280"),
+    "election_outside_sss": ("broker-a/broker.log", 3,
+                             "2026-11-27 10:00:05 INFO main - SyncStateSet changed from [1] to [1]"),
+    "election_outside_sss (controller)": ("controller/controller.log", 1, "2026-11-27 10:00:05 INFO x - Event queue run "
+                                          "event alterSyncStateSet, get the result ControllerResult{events=["
+                                          "AlterSyncStateSetEvent{brokerName='broker-a', newSyncStateSet=[1]}]}"),
+}
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def changed(name: str, at: int | None, line: str) -> dict[str, str]:
+    lines = GOOD[name].splitlines()
+    if at is None:
+        lines.append(line)
+    else:
+        lines[at] = line
+    return {**GOOD, name: "\n".join(lines) + "\n"}
+
+
+def test_a_failover_logged_as_the_code_logs_it_passes_every_check(tmp_path):
+    assert logs.check_set(str(write(tmp_path / "set", GOOD))) == []
+    assert main(["validate", "--logs", str(tmp_path / "set"), "--violations", str(tmp_path / "v.ndjson")]) == 0
+
+
+@pytest.mark.parametrize("check", sorted(BAD))
+def test_each_check_catches_the_log_of_what_it_judges(check, tmp_path):
+    found = logs.check_set(str(write(tmp_path / "set", changed(*BAD[check]))))
+    assert [v.check for v in found] == [check.split()[0]]
+
+
+def test_the_public_excerpt_of_issue_9689_is_a_same_master_epoch_bump_with_open_connections(tmp_path):
+    out = tmp_path / "v.ndjson"
+    assert main(["validate", "--logs", str(ISSUE_9689), "--violations", str(out)]) == 1
+    (v,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert v["check"] == "same_master_epoch_bump" and "broker-a/store.log:2" in v["detail"]
+    assert "epoch bump to 17 (broker-a/store.log:1)" in v["detail"] and "#9689" in v["detail"]
+
+
+@pytest.mark.parametrize("damage, where, what", [
+    ("2026-11-27 10:00:0 INFO main - Change ha to master success", "line 2", "not a log record"),
+    ("2026-13-27 10:00:00 INFO main - x", "line 2", "no such date or time"),
+    ("2026-11-27 10:00:00 NOTICE main - x", "line 2", "not a log level"),
+    ("Change ha to master success, newMasterEpoch:2, startOffset:0", "line 2", "not a log record"),
+])
+def test_a_damaged_line_is_named_by_file_and_line_and_nothing_is_skipped(damage, where, what, tmp_path, capsys):
+    root = write(tmp_path / "set", changed("broker-a/store.log", 1, damage))
+    with pytest.raises(TraceError, match=what) as caught:
+        logs.check_set(str(root))
+    assert caught.value.where == where and caught.value.path.endswith("broker-a/store.log")
+    assert main(["validate", "--logs", str(root), "--violations", str(tmp_path / "v.ndjson")]) == 2
+    err = capsys.readouterr().err
+    assert "broker-a/store.log: line 2" in err and len(err.strip().splitlines()) == 1
+
+
+def test_other_bad_inputs(tmp_path, capsys):
+    root = write(tmp_path / "set", GOOD)
+    (root / "broker-a" / "store.log").write_bytes(b"2026-11-27 10:00:00 INFO main - \xff\n")
+    assert main(["validate", "--logs", str(root), "--violations", str(tmp_path / "v.ndjson")]) == 2
+    assert "store.log: line 1: not UTF-8 text" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["validate", "--logs", str(tmp_path / "empty")]) == 2
+    assert "not a folder of nodes' log folders" in capsys.readouterr().err
+    assert main(["validate"]) == 2
+
+
+def test_rolled_files_are_read_oldest_first(tmp_path):
+    node = tmp_path / "set" / "b"
+    node.mkdir(parents=True)
+    for name in ("store.log", "store.1.log", "store.2.log", "broker.log", "notes.txt"):
+        (node / name).write_text("")
+    assert [p.name for p in logs.log_files(node)] == ["broker.log", "store.2.log", "store.1.log", "store.log"]

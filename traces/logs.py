@@ -1,0 +1,260 @@
+"""RocketMQ's own logs, read as evidence: what an operator has after an incident.
+
+Layout read (`validate --logs DIR`): one folder per node under DIR, holding that node's log
+files as logback names them (`broker.log`, `store.log`, `controller.log`, and the rolled
+`broker.1.log` ...), and for a broker maybe its `epochFileCheckpoint`, which the store checks
+read as they read any replica set:
+
+    DIR/<broker>/broker.log  DIR/<broker>/store.log  DIR/<broker>/epochFileCheckpoint
+    DIR/<controller>/controller.log
+
+A record is one line in the snapshot's logback pattern, `%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t -
+%m%n` (rmq.broker.logback.xml, rmq.controller.logback.xml), followed by the lines of a stack
+trace it printed, if any. Timestamps have one-second resolution in a fixed zone and the nodes'
+clocks differ: they order nothing here. A node's records keep their order in its files (rolled
+files oldest first); across nodes the only order is the one epochs and offsets give. A line
+that is neither a record nor part of a stack trace is bad input, named by file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+from .history import Violation
+from .schema import TraceError
+
+LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR")
+RECORD = re.compile(r"(\d{3,4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) ([A-Z]+) (\S+) - (.*)")
+# What may follow a record: a stack trace's lines (an exception's class and message, its
+# frames, "Caused by", "... N more", "Suppressed"), or more lines of a message (indented).
+TRACE_LINE = re.compile(r"\s|at |Caused by: |Suppressed: |\.\.\. \d+ more|[\w$.]+(Exception|Error|Throwable)\b")
+FILES = re.compile(r"(broker|store|controller)(\.\d+)?\.log")
+
+
+class Record(NamedTuple):
+    file: str
+    line: int  # of its first line, from 1
+    time: str  # as written: ordering nothing across nodes
+    level: str
+    thread: str
+    message: str  # its first line; a stack trace's lines are not kept
+
+
+def log_files(node: Path) -> list[Path]:
+    """A node's log files in the order they were written: per kind, the rolled files oldest
+    first (logback's FixedWindowRollingPolicy: the highest index is the oldest), then the
+    live file."""
+    found = [p for p in node.iterdir() if p.is_file() and FILES.fullmatch(p.name)]
+
+    def order(p: Path) -> tuple[str, int]:
+        kind, rolled = FILES.fullmatch(p.name).groups()
+        return kind, -int(rolled[1:]) if rolled else 0
+
+    return sorted(found, key=order)
+
+
+def records(path: Path) -> Iterator[Record]:
+    """The records of one log file; TraceError (file and line) for a line that is neither a
+    record nor part of one's stack trace, a record with a date or time that cannot be, or a
+    level logback does not write."""
+    name = str(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise TraceError(name, f"line {line}", "not UTF-8 text") from None
+    except OSError as exc:
+        raise TraceError(name, "file", f"cannot be read: {exc.strerror}") from None
+    started = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        m = RECORD.fullmatch(line)
+        if m is None:
+            if not line or (started and TRACE_LINE.match(line)):
+                continue
+            raise TraceError(name, f"line {number}", f"not a log record ('yyyy-MM-dd HH:mm:ss LEVEL thread - "
+                                                     f"message') nor part of a stack trace: {line[:120]!r}")
+        year, month, day, hour, minute, second, level, thread, message = m.groups()
+        if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31 and int(hour) < 24 and int(minute) < 60
+                and int(second) < 61):
+            raise TraceError(name, f"line {number}", f"no such date or time: {line[:19]!r}")
+        if level not in LEVELS:
+            raise TraceError(name, f"line {number}", f"{level!r} is not a log level ({', '.join(LEVELS)})")
+        started = True
+        yield Record(name, number, line[:19], level, thread, message)
+
+
+# --- what the records say ---------------------------------------------------------------------
+# Each pattern is a message of the snapshot's code, with where it is written (file:line at
+# 8fc57f1468) and the log file logback routes it to.
+
+# store.log, AutoSwitchHAService.changeToMaster (:160) and changeToMasterWhenLastRoleIsMaster (:212)
+BECAME_MASTER = re.compile(r"Change ha to master success, (last role is master, )?newMasterEpoch:(\d+), "
+                           r"startOffset:(-?\d+)")
+# store.log, AutoSwitchHAService.changeToMaster (:157): after truncateInvalidMsg, before the new epoch serves
+NEW_MASTER_TRUNCATED = re.compile(r"TruncateOffset is (-?\d+), confirmOffset is (-?\d+), maxPhyOffset is (-?\d+)")
+# store.log, AutoSwitchHAClient.doTruncate (:450-451): both sides' epoch entries at a handshake
+EPOCH_ENTRIES = re.compile(r"(master|local) epoch entries is \[(.*)\]")
+ENTRY = re.compile(r"EpochEntry\{epoch=(-?\d+), startOffset=(-?\d+), endOffset=(-?\d+)\}")
+# store.log, AutoSwitchHAConnection's WriteSocketService (:527, :602): a transfer under an epoch
+# the master's epoch file no longer has a place for (#9689)
+TRANSFER_EPOCH_LOST = re.compile(r"(Failed to find epochEntry with epoch (\d+) when build msg header|"
+                                 r"Can't find a bigger epochEntry than epoch (\d+))")
+# broker.log, ReplicasManager.changeToMaster (:240), changeToSlave (:284), and the SyncStateSet
+# the broker acks with from then on (changeSyncStateSet, :340); the broker's own id, from
+# changeToSlave or registerBrokerWhenRoleChange (:331).
+BEGIN_MASTER = re.compile(r"Begin to change to master, brokerName:\S*, replicas:\S*, new Epoch:(\d+)")
+BEGIN_SLAVE = re.compile(r"Begin to change to slave, brokerName=\S*, brokerId=(-?\d+), newMasterBrokerId=(-?\d+), "
+                         r"newMasterAddress=\S*, newMasterEpoch=(\d+)")
+OWN_ID = re.compile(r"Change broker \[id:(-?\d+)\]")
+SSS_CHANGED = re.compile(r"SyncStateSet changed from \[([\d, ]*)\] to \[([\d, ]*)\]")
+
+# controller.log, DLedgerController's event scheduler (:450): each request's result, before it is
+# appended (a failed append is logged after it, :493); the SyncStateSet a controller applies and
+# the master it elects appear nowhere else.
+CONTROLLER_SSS = re.compile(r"AlterSyncStateSetEvent\{brokerName='([^']*)', newSyncStateSet=\[([\d, ]*)\]\}")
+CONTROLLER_ELECTED = re.compile(r"ElectMasterEvent\{newMasterElected=true, brokerName='([^']*)', "
+                                r"newMasterBrokerId=(\d+)\}.*?masterEpoch=(\d+)")
+
+CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
+                           "election_outside_sss", "same_master_epoch_bump")
+
+
+def _ids(text: str) -> frozenset[int]:
+    return frozenset(int(x) for x in text.split(",") if x.strip())
+
+
+class Node(NamedTuple):
+    name: str
+    records: tuple[Record, ...]  # broker.log's, store.log's and controller.log's, each file in order
+
+    def of(self, kind: str) -> list[Record]:
+        return [r for r in self.records if Path(r.file).name.startswith(kind)]
+
+
+def read_set(root: Path) -> list[Node]:
+    """The nodes of a log set: each folder under `root` with log files."""
+    nodes = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        files = log_files(folder)
+        if files:
+            nodes.append(Node(folder.name, tuple(r for f in files for r in records(f))))
+    return nodes
+
+
+def is_log_set(folder: Path) -> bool:
+    return any(p.is_dir() and log_files(p) for p in folder.iterdir())
+
+
+def _at(node: str, r: Record) -> str:
+    return f"{node}/{Path(r.file).name}:{r.line}"
+
+
+def check_set(set_dir: str) -> list[Violation]:
+    """The checks a log set can be judged by (CHECKS), each ordering records across nodes by
+    epochs and offsets only."""
+    root = Path(set_dir)
+    run = root.name
+    nodes = read_set(root)
+    out: list[Violation] = []
+    starts: dict[int, dict[int, list[str]]] = {}  # epoch -> start offset -> where each was said
+    masters: dict[int, dict[str, str]] = {}  # epoch -> node -> where it said it became master
+    for node in nodes:
+        bump: tuple[int, str] | None = None  # a same-master epoch bump this node still serves
+        for r in node.of("store"):
+            if m := BECAME_MASTER.search(r.message):
+                epoch, start = int(m.group(2)), int(m.group(3))
+                masters.setdefault(epoch, {}).setdefault(node.name, _at(node.name, r))
+                starts.setdefault(epoch, {}).setdefault(start, []).append(f"{_at(node.name, r)} (becoming master)")
+                bump = (epoch, _at(node.name, r)) if m.group(1) else None
+            elif "Change ha to slave success" in r.message:
+                bump = None
+            elif m := NEW_MASTER_TRUNCATED.search(r.message):
+                cut, confirm, end = (int(x) for x in m.groups())
+                if confirm > cut:
+                    out.append(Violation("truncation_below_confirm", run, node.name, 1,
+                                         f"{_at(node.name, r)}: becoming master it truncated its commit log to {cut}, "
+                                         f"below its confirmOffset {confirm} (maxPhyOffset {end}): confirmed messages "
+                                         f"cut, or confirmOffset left past the data (#6665)"))
+            elif m := EPOCH_ENTRIES.search(r.message):
+                for e in ENTRY.finditer(m.group(2)):
+                    starts.setdefault(int(e.group(1)), {}).setdefault(int(e.group(2)), []).append(
+                        f"{_at(node.name, r)} ({m.group(1)} entries at a handshake)")
+            elif (m := TRANSFER_EPOCH_LOST.search(r.message)) and bump is not None:
+                epoch = int(m.group(2) or m.group(3))
+                out.append(Violation("same_master_epoch_bump", run, node.name, 1,
+                                     f"{_at(node.name, r)}: after a same-master epoch bump to {bump[0]} ({bump[1]}), "
+                                     f"an open HA connection still transfers under epoch {epoch} (apache/rocketmq#9689)"))
+                bump = None  # once a bump
+    for epoch, by_node in sorted(masters.items()):
+        if len(by_node) > 1:
+            out.append(Violation("one_master_per_epoch", run, f"epoch {epoch}", len(by_node),
+                                 f"{len(by_node)} brokers became master at masterEpoch {epoch}: "
+                                 + ", ".join(f"{n} ({w})" for n, w in sorted(by_node.items()))))
+    for epoch, said in sorted(starts.items()):
+        if len(said) > 1:
+            out.append(Violation("epoch_agreement_in_logs", run, f"epoch {epoch}", len(said),
+                                 f"epoch {epoch} starts at {len(said)} offsets: "
+                                 + "; ".join(f"{s} at {', '.join(w[:2])}" for s, w in sorted(said.items()))))
+    return out + _elections(nodes, run)
+
+
+def _elections(nodes: list[Node], run: str) -> list[Violation]:
+    """election_outside_sss: each new master, against the SyncStateSet the previous epoch's
+    master last logged (ReplicasManager: what it acked with). A broker outside it may lack
+    messages that master acknowledged; only enableElectUncleanMaster allows that."""
+    acked: dict[int, tuple[str, frozenset[int], str]] = {}  # epoch -> (master node, its last set, where)
+    elected: dict[int, tuple[int | str, str]] = {}  # epoch -> (master id, or its node; where said)
+    ids: dict[str, int] = {}
+    for node in nodes:
+        serving = None  # the epoch this node is master of
+        for r in node.of("broker"):
+            if m := BEGIN_MASTER.search(r.message):
+                serving = int(m.group(1))
+                elected.setdefault(serving, (node.name, _at(node.name, r)))
+                acked[serving] = (node.name, frozenset(), _at(node.name, r))
+            elif m := BEGIN_SLAVE.search(r.message):
+                ids[node.name], serving = int(m.group(1)), None
+                elected.setdefault(int(m.group(3)), (int(m.group(2)), _at(node.name, r)))
+            elif m := OWN_ID.search(r.message):
+                ids[node.name] = int(m.group(1))
+            elif (m := SSS_CHANGED.search(r.message)) and serving is not None:
+                acked[serving] = (node.name, _ids(m.group(2)), _at(node.name, r))
+    out = _controller_elections(nodes, run)
+    judged = {v.subject for v in out}
+    for epoch, (master, where) in sorted(elected.items()):
+        if f"epoch {epoch}" in judged:
+            continue
+        master = ids.get(master, master) if isinstance(master, str) else master
+        before = [e for e in acked if e < epoch]
+        if not before or not isinstance(master, int):
+            continue
+        old, sss, said = acked[max(before)]
+        if master != ids.get(old) and sss and master not in sss:
+            out.append(Violation("election_outside_sss", run, f"epoch {epoch}", 1,
+                                 f"broker {master} became master at masterEpoch {epoch} ({where}), outside the "
+                                 f"SyncStateSet {sorted(sss)} the master of epoch {max(before)} ({old}) last acked "
+                                 f"with ({said}): it may lack acknowledged messages (allowed only with "
+                                 f"enableElectUncleanMaster)"))
+    return out
+
+
+def _controller_elections(nodes: list[Node], run: str) -> list[Violation]:
+    """election_outside_sss from a controller's own log: each master it elects, against the
+    SyncStateSet it last applied for that broker set."""
+    out = []
+    for node in nodes:
+        sss: dict[str, frozenset[int]] = {}
+        for r in node.of("controller"):
+            for m in CONTROLLER_SSS.finditer(r.message):
+                sss[m.group(1)] = _ids(m.group(2))
+            if m := CONTROLLER_ELECTED.search(r.message):
+                group, master, epoch = m.group(1), int(m.group(2)), int(m.group(3))
+                if sss.get(group) and master not in sss[group]:
+                    out.append(Violation("election_outside_sss", run, f"epoch {epoch}", 1,
+                                         f"{_at(node.name, r)}: the controller elected broker {master} of {group} at "
+                                         f"masterEpoch {epoch}, outside the SyncStateSet {sorted(sss[group])} it had "
+                                         f"applied (allowed only with enableElectUncleanMaster)"))
+                sss[group] = frozenset({master})
+    return out
