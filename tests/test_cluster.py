@@ -378,6 +378,10 @@ def test_a_master_restarted_before_the_controller_notices_moves_its_epoch_and_st
         assert {s["client"] for b, s in states.items() if b != 1} <= {"READY", "HANDSHAKE"}  # never TRANSFER
     found = [v for v in validate_local(discover([str(tmp_path)])).violations]
     assert {v.check for v in found} >= {"epoch_agreement", "consistent_point"}
+    # The finding's signature in RocketMQ's own log lines (traces/logs.py): epoch 1 begun twice.
+    (again,) = [v for v in found if v.check == "epoch_agreement_in_logs"]
+    assert again.subject == "epoch 1" and f"starts at 2 offsets: 0 at broker-1/store.log:" in again.detail
+    assert f"; {end} at broker-1/store.log:" in again.detail
 
 
 @needs_rocketmq
@@ -420,6 +424,11 @@ def test_replay_on_the_cluster_cuts_message_2_from_the_old_master_and_loses_noth
     assert [row["index"] for row in rows if row["differences"]] == []
     assert "the code has also taken the model's next" in rows[18]["did"], rows[18]
     assert (keep / "replay-history").exists() and (keep / "stores" / "broker-1").is_dir()
+    # RocketMQ's own log lines of the run (the logging stand-in) pass `validate --logs`.
+    store_log = (keep / "logs" / "broker-2" / "store.log").read_text()
+    assert "Change ha to master success, newMasterEpoch:2, startOffset:" in store_log
+    assert "master epoch entries is [EpochEntry{epoch=1, startOffset=0" in (keep / "logs" / "broker-1" / "store.log").read_text()
+    assert main(["validate", "--logs", str(keep / "logs"), "--violations", str(tmp_path / "v.ndjson")]) == 0
 
 
 def test_a_crash_keeping_part_of_the_tail_keeps_the_same_messages_and_share_of_the_torn_one():

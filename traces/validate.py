@@ -37,6 +37,7 @@ CHECK_FAMILY = {c: fam for fam, checks in FAMILIES.items() for c in checks}
 REPORTED: dict[str, str] = {
     "duplicate": "at-least-once delivery allows it",
     "consistent_point": "availability: the replica retries its handshake forever (as PR #9942 reports)",
+    **logs.REPORTED,
 }
 
 CLIENT_OPS = pa.array([history.SEND, history.READ])  # what units["client_ops"] counts

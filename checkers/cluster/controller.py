@@ -7,6 +7,7 @@ decisions: a tick of the clock, the controller's own election trigger, a broker 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rmqcheck.checkers.java.build import Classpath
@@ -21,8 +22,10 @@ _OPS = {"get_next_broker_id", "apply_broker_id", "register_broker", "heartbeat",
 
 
 class Controller:
-    def __init__(self, classpath: Classpath, unclean: bool, heartbeat_timeout: int) -> None:
-        self.driver = JavaDriver(classpath)
+    def __init__(self, classpath: Classpath, unclean: bool, heartbeat_timeout: int, logs: Path | None = None) -> None:
+        # With `logs`, RocketMQ's controller classes write controller.log there (the logging stand-in).
+        flags = () if logs is None else (f"-Drmqcheck.logDir={logs}", "-Drmqcheck.logRole=controller")
+        self.driver = JavaDriver(classpath, flags=flags)
         self.unclean = unclean
         self.heartbeat_timeout = heartbeat_timeout
         self.now = 0  # logical ticks

@@ -116,7 +116,8 @@ class Cluster:
     def start(self) -> None:
         tree = build.locate(self.src)
         self.classpath = build.build(tree, target=build.CLUSTER)
-        self.controller = Controller(build.build(tree), self.cfg.unclean, self.cfg.heartbeat_timeout)
+        self.controller = Controller(build.build(tree), self.cfg.unclean, self.cfg.heartbeat_timeout,
+                                     self.dir / "logs" / "controller")
         self.controller.start()
         self.dir.mkdir(parents=True, exist_ok=True)
         for b in self.brokers:

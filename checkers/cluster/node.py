@@ -64,7 +64,10 @@ class BrokerNode:
             self.proc = subprocess.Popen(
                 [self.java, *self.classpath.jvm_flags, f"-Xmx{self.heap}", "-XX:+UseSerialGC", "-Xshare:auto",
                  "-XX:+DisplayVMOutputToStderr",  # thread dumps (SIGQUIT) to the log, not the JSON pipe
-                 f"-Djava.io.tmpdir={tempfile.gettempdir()}", "-cp", str(self.classpath), self.classpath.main],
+                 f"-Djava.io.tmpdir={tempfile.gettempdir()}",
+                 # RocketMQ's own log lines, as an operator's broker writes them (the logging stand-in)
+                 f"-Drmqcheck.logDir={self.store.parent.parent / 'logs' / self.store.name}",
+                 "-cp", str(self.classpath), self.classpath.main],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
         except OSError as exc:
             raise NodeError(f"broker {self.broker}: cannot start {self.java}: {exc.strerror}") from None

@@ -35,10 +35,10 @@ _EOF = object()
 
 
 class JavaDriver:
-    def __init__(self, classpath: Classpath | str, timeout: float = 30.0, java: str = "java"):
+    def __init__(self, classpath: Classpath | str, timeout: float = 30.0, java: str = "java", flags: tuple = ()):
         self.classpath = str(classpath)
         self.main = classpath.main if isinstance(classpath, Classpath) else "RmqcheckDriver"
-        self.jvm_flags = classpath.jvm_flags if isinstance(classpath, Classpath) else ()
+        self.jvm_flags = (*(classpath.jvm_flags if isinstance(classpath, Classpath) else ()), *flags)
         self.timeout = timeout
         self.java = java
         self.proc: subprocess.Popen | None = None

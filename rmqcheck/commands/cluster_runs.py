@@ -19,6 +19,7 @@ from rmqcheck.invariants.catalogue import expected_ids
 from rmqcheck.model import configs
 from rmqcheck.model.config import Config
 from rmqcheck.outputs import check_folder, output_folder
+from rmqcheck.traces import logs
 from rmqcheck.traces.validate import discover, validate_local
 
 from .common import UsageError, out
@@ -26,10 +27,10 @@ from .common import UsageError, out
 # What each history or store check stands for in the model's catalogue (invariants/catalogue.py).
 # A check not named here (a new one) is held to be promised.
 CHECK_INVARIANT = {"lost_ack": "I1", "read_truncated": "I3", "epoch_agreement": "I5", "epoch_file": "I5",
-                   "offset_agreement": "I9", "read_failed": "I3", "order": "I1"}
+                   "offset_agreement": "I9", "read_failed": "I3", "order": "I1", **logs.INVARIANT}
 # Allowed by at-least-once delivery (duplicate), or about availability, not safety: a replica whose
 # handshake finds no consistent point retries for ever (consistent_point; validate reports it too).
-REPORTED_ONLY = {"duplicate", "consistent_point"}
+REPORTED_ONLY = {"duplicate", "consistent_point", *logs.REPORTED}
 
 
 def check_run(folder: Path, cfg: Config, by_model: bool = True) -> list[tuple[str, str, str, str]]:

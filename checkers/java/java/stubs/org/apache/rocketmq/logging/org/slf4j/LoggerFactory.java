@@ -1,17 +1,16 @@
-// Stub of RocketMQ's shaded slf4j factory (rocketmq-logging is not in Debian): every logger is silent.
+// Stand-in for RocketMQ's shaded slf4j factory (rocketmq-logging is not in Debian): a Logger per
+// name, silent unless the JVM has -Drmqcheck.logDir (Logger.java).
 package org.apache.rocketmq.logging.org.slf4j;
 
 public final class LoggerFactory {
-    private static final Logger SILENT = new Logger();
-
     private LoggerFactory() {
     }
 
     public static Logger getLogger(String name) {
-        return SILENT;
+        return new Logger(name);
     }
 
     public static Logger getLogger(Class<?> clazz) {
-        return SILENT;
+        return new Logger(clazz.getName());
     }
 }
