@@ -28,6 +28,8 @@ GOOD = {
     "broker-a/store.log": """\
 2026-11-27 10:00:00 INFO main - TruncateOffset is 0, confirmOffset is 0, maxPhyOffset is 0
 2026-11-27 10:00:00 INFO main - Change ha to master success, newMasterEpoch:1, startOffset:0
+2026-11-27 10:00:39 WARN main - CODE: 1  DESC: the broker is fenced
+For more information, please visit the url, https://rocketmq.apache.org/docs/bestPractice/06FAQ
 2026-11-27 10:00:40 ERROR AutoSwitchHAConnection_ReadSocketService - processReadEvent error
 java.io.IOException: Connection reset by peer
 \tat sun.nio.ch.FileDispatcherImpl.read0(Native Method)
@@ -105,9 +107,10 @@ def test_the_public_excerpt_of_issue_9689_is_a_same_master_epoch_bump_with_open_
 
 @pytest.mark.parametrize("damage, where, what", [
     ("2026-11-27 10:00:0 INFO main - Change ha to master success", "line 2", "not a log record"),
+    ("2026-11-27T10:00:00 INFO main - x", "line 2", "not a log record"),
     ("2026-13-27 10:00:00 INFO main - x", "line 2", "no such date or time"),
     ("2026-11-27 10:00:00 NOTICE main - x", "line 2", "not a log level"),
-    ("Change ha to master success, newMasterEpoch:2, startOffset:0", "line 2", "not a log record"),
+    ("Change ha to master success, newMasterEpoch:2, startOffset:0", "line 2", "without its date, level and thread"),
 ])
 def test_a_damaged_line_is_named_by_file_and_line_and_nothing_is_skipped(damage, where, what, tmp_path, capsys):
     root = write(tmp_path / "set", changed("broker-a/store.log", 1, damage))

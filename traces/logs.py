@@ -12,8 +12,13 @@ A record is one line in the snapshot's logback pattern, `%d{yyy-MM-dd HH:mm:ss,G
 %m%n` (rmq.broker.logback.xml, rmq.controller.logback.xml), followed by the lines of a stack
 trace it printed, if any. Timestamps have one-second resolution in a fixed zone and the nodes'
 clocks differ: they order nothing here. A node's records keep their order in its files (rolled
-files oldest first); across nodes the only order is the one epochs and offsets give. A line
-that is neither a record nor part of a stack trace is bad input, named by file and line.
+files oldest first); across nodes the only order is the one epochs and offsets give.
+
+Lines after a record that do not start one are its continuation (a stack trace, or a message of
+several lines: RocketMQ's exceptions end with "For more information, please visit the url, ...").
+Bad input, named by file and line: such a line before any record, one that starts like a date
+but is no record (a damaged header), and one that says what a record this module reads says
+(its header lost, its event would be).
 """
 
 from __future__ import annotations
@@ -27,9 +32,8 @@ from .schema import TraceError
 
 LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR")
 RECORD = re.compile(r"(\d{3,4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) ([A-Z]+) (\S+) - (.*)")
-# What may follow a record: a stack trace's lines (an exception's class and message, its
-# frames, "Caused by", "... N more", "Suppressed"), or more lines of a message (indented).
-TRACE_LINE = re.compile(r"\s|at |Caused by: |Suppressed: |\.\.\. \d+ more|[\w$.]+(Exception|Error|Throwable)\b")
+# A line that starts like a record's date but is not one: a damaged record, not a continuation.
+DATED = re.compile(r"\d{1,4}-\d{1,2}-\d{1,2}[ T]")
 FILES = re.compile(r"(broker|store|controller)(\.\d+)?\.log")
 
 
@@ -71,10 +75,16 @@ def records(path: Path) -> Iterator[Record]:
     for number, line in enumerate(text.splitlines(), start=1):
         m = RECORD.fullmatch(line)
         if m is None:
-            if not line or (started and TRACE_LINE.match(line)):
+            if not line:
                 continue
-            raise TraceError(name, f"line {number}", f"not a log record ('yyyy-MM-dd HH:mm:ss LEVEL thread - "
-                                                     f"message') nor part of a stack trace: {line[:120]!r}")
+            if not started or DATED.match(line):
+                raise TraceError(name, f"line {number}", f"not a log record ('yyyy-MM-dd HH:mm:ss LEVEL thread - "
+                                                         f"message'){'' if started else ', and no record before it'}: "
+                                                         f"{line[:120]!r}")
+            if any(p.search(line) for p in EVENTS):
+                raise TraceError(name, f"line {number}", f"a record's message without its date, level and thread "
+                                                         f"(a damaged line?): {line[:120]!r}")
+            continue  # a stack trace's line, or a message's next line
         year, month, day, hour, minute, second, level, thread, message = m.groups()
         if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31 and int(hour) < 24 and int(minute) < 60
                 and int(second) < 61):
@@ -116,6 +126,9 @@ SSS_CHANGED = re.compile(r"SyncStateSet changed from \[([\d, ]*)\] to \[([\d, ]*
 CONTROLLER_SSS = re.compile(r"AlterSyncStateSetEvent\{brokerName='([^']*)', newSyncStateSet=\[([\d, ]*)\]\}")
 CONTROLLER_ELECTED = re.compile(r"ElectMasterEvent\{newMasterElected=true, brokerName='([^']*)', "
                                 r"newMasterBrokerId=(\d+)\}.*?masterEpoch=(\d+)")
+
+EVENTS = (BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, TRANSFER_EPOCH_LOST, BEGIN_MASTER, BEGIN_SLAVE, OWN_ID,
+          SSS_CHANGED, CONTROLLER_SSS, CONTROLLER_ELECTED)
 
 CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
                            "election_outside_sss", "election_outside_logged_sss", "same_master_epoch_bump")
