@@ -131,6 +131,11 @@ def test_other_bad_inputs(tmp_path, capsys):
     assert main(["validate", "--logs", str(tmp_path / "empty")]) == 2
     assert "not a folder of nodes' log folders" in capsys.readouterr().err
     assert main(["validate"]) == 2
+    node = tmp_path / "quiet" / "b"  # log files that hold no record: nothing to validate, not a pass
+    node.mkdir(parents=True)
+    (node / "broker.log").write_text("")
+    assert main(["validate", "--logs", str(tmp_path / "quiet")]) == 2
+    assert "nothing to validate" in capsys.readouterr().err
 
 
 def test_rolled_files_are_read_oldest_first(tmp_path):

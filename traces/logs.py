@@ -173,8 +173,12 @@ def _at(node: str, r: Record) -> str:
 
 
 def check_set(set_dir: str) -> list[Violation]:
+    return judge_set(set_dir)[0]
+
+
+def judge_set(set_dir: str) -> tuple[list[Violation], int]:
     """The checks a log set can be judged by (CHECKS), each ordering records across nodes by
-    epochs and offsets only."""
+    epochs and offsets only; and how many records the set holds."""
     root = Path(set_dir)
     run = root.name
     nodes = read_set(root)
@@ -218,7 +222,7 @@ def check_set(set_dir: str) -> list[Violation]:
             out.append(Violation("epoch_agreement_in_logs", run, f"epoch {epoch}", len(said),
                                  f"epoch {epoch} starts at {len(said)} offsets: "
                                  + "; ".join(f"{s} at {', '.join(w[:2])}" for s, w in sorted(said.items()))))
-    return out + _elections(nodes, run)
+    return out + _elections(nodes, run), sum(len(n.records) for n in nodes)
 
 
 def _elections(nodes: list[Node], run: str) -> list[Violation]:

@@ -386,7 +386,7 @@ def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None
                 warnings.filterwarnings("ignore", "Unable to cleanly shutdown Spark JVM", RuntimeWarning)
                 spark.stop()
     units: dict[str, int] = {"files": len(inputs.traces), "histories": len(inputs.histories), "store_sets": len(inputs.store_sets),
-                             "log_sets": len(inputs.log_sets)}
+                             "log_sets": len(inputs.log_sets), "log_records": 0}
     seconds: dict[str, float] = {}
     bad: list[BadRecord] = []
     violations = []
@@ -433,7 +433,9 @@ def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None
     if inputs.log_sets:  # a task a set, as the store sets
         sc = spark.sparkContext
         sets = [str(Path(p).resolve()) for p in inputs.log_sets]
-        violations += sc.parallelize(sets, min(len(sets), 4 * sc.defaultParallelism)).flatMap(logs.check_set).collect()
+        judged = sc.parallelize(sets, min(len(sets), 4 * sc.defaultParallelism)).map(logs.judge_set).collect()
+        violations += [v for found, _ in judged for v in found]
+        units["log_records"] = sum(records for _, records in judged)
     seconds["logs"] = time.perf_counter() - t
     spark.catalog.clearCache()  # the read records, client ops and per-message aggregates cached above
     found = sorted(history.Violation(r[0], r[1], r[2], int(r[3]), r[4]) for r in violations)

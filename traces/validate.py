@@ -43,7 +43,8 @@ REPORTED: dict[str, str] = {
 CLIENT_OPS = pa.array([history.SEND, history.READ])  # what units["client_ops"] counts
 # What a report counts: trace files, their records (events) and runs, OpenChaos histories and
 # their records (lines), replica sets of store files, and the client operations (sends and reads).
-UNITS = ("files", "events", "runs", "histories", "history_records", "store_sets", "log_sets", "client_ops")
+UNITS = ("files", "events", "runs", "histories", "history_records", "store_sets", "log_sets", "log_records",
+         "client_ops")
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 
 
@@ -153,8 +154,8 @@ class Report(NamedTuple):
         return out
 
     def records(self) -> int:
-        """Every record read: trace events, history lines, store sets and log sets."""
-        return self.units["events"] + self.units["history_records"] + self.units["store_sets"] + self.units["log_sets"]
+        """Every record read: trace events, history lines, store sets and log records."""
+        return self.units["events"] + self.units["history_records"] + self.units["store_sets"] + self.units["log_records"]
 
     def failed(self, strict: bool = False) -> bool:
         return any(strict or v.check not in REPORTED for v in self.violations)
@@ -218,7 +219,9 @@ def validate_local(inputs: Inputs, skip: bool = False, progress: Progress | None
     seconds["stores"] = time.perf_counter() - t
     t = time.perf_counter()
     for s in inputs.log_sets:
-        violations += logs.check_set(s)
+        found, records = logs.judge_set(s)
+        violations += found
+        units["log_records"] += records
     units["log_sets"] = len(inputs.log_sets)
     seconds["logs"] = time.perf_counter() - t
     return Report("local", units, sorted(violations), bad, dict(seconds))

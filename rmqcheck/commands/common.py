@@ -245,7 +245,7 @@ def print_validation(report, seconds: float, strict: bool, violations: Path, sho
         title=(
             f"rmqcheck validate ({report.engine}): {u['events']:,} events in {u['runs']:,} runs, "
             f"{u['histories']} OpenChaos histories ({u['history_records']:,} records), {u['store_sets']} store sets, "
-            f"{u['log_sets']} log sets"
+            f"{u['log_sets']} log sets ({u['log_records']:,} records)"
             + (f", {len(report.bad):,} bad records skipped" if report.bad else "") + f", {seconds:.1f} s"
         )
     )
