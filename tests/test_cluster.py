@@ -554,7 +554,7 @@ def test_a_violation_a_rerun_shows_or_not_is_reclassed(tmp_path, monkeypatch):
     from rmqcheck.commands import cluster as command
 
     ran = []
-    monkeypatch.setattr(command, "run_once", lambda cfg, seed, folder, steps, faults, src: ran.append((seed, src)))
+    monkeypatch.setattr(command, "record_run", lambda cfg, seed, folder, steps, faults, src: ran.append((seed, src)))
     monkeypatch.setattr(command, "check_run", lambda folder, cfg: [
         ("epoch_agreement", "unexplained", "replicas broker-1 broker-2", "epoch 1 starts at 0 and 109"),
         ("duplicate", "reported", "message m1", "read twice")])

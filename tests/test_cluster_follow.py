@@ -1,5 +1,5 @@
-"""The model follows a recorded cluster run and explains what the running code broke
-(checkers/cluster/follow.py). The runs in tests/data/cluster-runs/ were recorded by `rmqcheck
+"""The model follows a recorded cluster run (traces/real_runs.py) and explains what the running
+code broke (rmqcheck/commands/cluster_runs.py). The runs in tests/data/cluster-runs/ were recorded by `rmqcheck
 cluster --config durable` on the snapshot tree (seeds 2 and 7): each operation's record, the
 invariants the running code broke on the way, and for seed 7 the client history and the brokers'
 epoch files. No JVM runs here."""
@@ -10,9 +10,10 @@ import json
 import shutil
 from pathlib import Path
 
-from rmqcheck.checkers.cluster import follow
 from rmqcheck.checkers.search.hunting import SNAPSHOT_DEFECT, UNEXPLAINED
+from rmqcheck.commands.cluster_runs import explain
 from rmqcheck.model import configs
+from rmqcheck.traces import real_runs as follow
 
 RUNS = Path(__file__).parent / "data" / "cluster-runs"
 DURABLE = configs.load("durable")
@@ -39,7 +40,7 @@ def test_the_model_names_the_snapshot_defect_behind_what_the_running_code_broke(
     first = {}
     for v in code:
         first.setdefault(v["invariant"], v["step"])
-    got = follow.explain(DURABLE, records(2), {"I5", "I2"})
+    got = explain(DURABLE, records(2), {"I5", "I2"})
     for inv in ("I5", "I2"):
         assert got[inv].kind == SNAPSHOT_DEFECT, got[inv]
         assert "equal_start_epoch_not_recorded" in got[inv].note
@@ -51,7 +52,7 @@ def test_without_the_defect_the_model_does_not_explain_it():
     I5 on this run's schedule (it parts from the record at step 24, where the code's broker 1
     rejoins the SyncStateSet and the model's does not)."""
     fixed = DURABLE._replace(bugs=DURABLE.bugs - {"equal_start_epoch_not_recorded"})
-    got = follow.explain(fixed, records(2), {"I5"})["I5"]
+    got = explain(fixed, records(2), {"I5"})["I5"]
     assert got.kind == UNEXPLAINED and "cannot follow the run: step 24 (round)" in got.note, got
 
 

@@ -344,8 +344,12 @@ def test_validation_on_a_multi_process_cluster_gives_the_local_report(python, tm
     recs[3]["seq"] = 99  # a gap: one run stops conforming
     files.write_part(part, recs, files.PARQUET)
     issue_9689 = Path(__file__).parent / "data" / "logs" / "issue-9689"  # and RocketMQ's logs (tests/test_logs.py)
-    inputs = discover([os.path.relpath(tmp_path), os.path.relpath(OPENCHAOS), os.path.relpath(issue_9689)])
+    cluster_runs = Path(__file__).parent / "data" / "cluster-runs"  # recorded runs (tests/test_real_runs.py)
+    inputs = discover([os.path.relpath(tmp_path), os.path.relpath(OPENCHAOS), os.path.relpath(issue_9689),
+                       os.path.relpath(cluster_runs)])
     local = validate_local(inputs)
-    assert {v.check for v in local.violations} >= {"conformance", "lost_ack", "same_master_epoch_bump"}
+    assert {v.check for v in local.violations} >= {"conformance", "lost_ack", "same_master_epoch_bump",
+                                                   "real_run_conformance"}
+    assert local.units["real_runs"] == 2 and 0 < local.units["real_run_steps_explained"] < local.units["real_run_steps"]
     remote = validate_spark(inputs, spark=spark_on(CLUSTER, python))
     assert remote.violations == local.violations and remote.units == local.units

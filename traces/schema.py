@@ -40,6 +40,9 @@ class TraceError(ValueError):
         super().__init__(f"{path}: {where}: {what}")
         self.path, self.where, self.what = path, where, what
 
+    def __reduce__(self):  # pickled whole (a Spark task returns one)
+        return TraceError, (self.path, self.where, self.what)
+
 
 class Field(NamedTuple):
     name: str

@@ -37,7 +37,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from rmqcheck.model.world import IN_SYNC_REPLICAS_NOT_ENOUGH, PUT_OK
 
-from . import history, logs, stores
+from . import history, logs, real_runs, stores
 from .conformance import replay_table
 from .files import BadRecord, parquet_file, parquet_location, read_file, read_table
 from .openchaos import count_records, read_history
@@ -375,6 +375,15 @@ def history_violations(h: DataFrame, ends: DataFrame) -> DataFrame:
     return reduce(DataFrame.unionByName, [v_agree, v_lost, v_dup, v_failed, v_trunc, v_order])
 
 
+def _judge_run(path: str):
+    """real_runs.judge_run in a task; its bad input comes back as the TraceError, raised on the
+    driver (an exception in a task would reach it as Spark's error)."""
+    try:
+        return real_runs.judge_run(path)
+    except TraceError as exc:
+        return exc
+
+
 def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None, spark=None) -> Report:
     """The Report of the local engine, computed on Spark (a session of its own unless given)."""
     if spark is None:
@@ -386,7 +395,8 @@ def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None
                 warnings.filterwarnings("ignore", "Unable to cleanly shutdown Spark JVM", RuntimeWarning)
                 spark.stop()
     units: dict[str, int] = {"files": len(inputs.traces), "histories": len(inputs.histories), "store_sets": len(inputs.store_sets),
-                             "log_sets": len(inputs.log_sets), "log_records": 0}
+                             "log_sets": len(inputs.log_sets), "log_records": 0, "real_runs": len(inputs.real_runs),
+                             "real_run_steps": 0, "real_run_steps_explained": 0}
     seconds: dict[str, float] = {}
     bad: list[BadRecord] = []
     violations = []
@@ -437,6 +447,18 @@ def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None
         violations += [v for found, _ in judged for v in found]
         units["log_records"] = sum(records for _, records in judged)
     seconds["logs"] = time.perf_counter() - t
+    t = time.perf_counter()
+    if inputs.real_runs:  # a task a run: the model follows each record on its own
+        sc = spark.sparkContext
+        runs = [str(Path(p).resolve()) for p in inputs.real_runs]
+        judged = sc.parallelize(runs, min(len(runs), 4 * sc.defaultParallelism)).map(_judge_run).collect()
+        bad_run = next((j for j in judged if isinstance(j, TraceError)), None)
+        if bad_run is not None:
+            raise bad_run
+        violations += [v for found, _, _ in judged for v in found]
+        units["real_run_steps"] = sum(steps for _, steps, _ in judged)
+        units["real_run_steps_explained"] = sum(explained for _, _, explained in judged)
+    seconds["real runs"] = time.perf_counter() - t
     spark.catalog.clearCache()  # the read records, client ops and per-message aggregates cached above
     found = sorted(history.Violation(r[0], r[1], r[2], int(r[3]), r[4]) for r in violations)
     return Report("spark", units, found, bad, seconds)

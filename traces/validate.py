@@ -2,10 +2,12 @@
 
 Inputs under the given paths: v1 event traces (`*.ndjson`, `*.parquet`), OpenChaos histories
 (files with `history` in the name), replica sets of RocketMQ store directories (holding
-`epochFileCheckpoint`) and sets of RocketMQ's logs (`broker.log`, `store.log`,
-`controller.log`, a folder a node). Four check families: conformance (traces/conformance.py),
-client history (traces/history.py), store artefacts (traces/stores.py) and logs (traces/logs.py). The Spark engine
-(traces/spark.py) must return the same Report, violation for violation.
+`epochFileCheckpoint`), sets of RocketMQ's logs (`broker.log`, `store.log`,
+`controller.log`, a folder a node) and recorded runs of the cluster (a folder holding `run.json`).
+Four check families: conformance (of a model walk's trace: traces/conformance.py; of a recorded
+cluster run: traces/real_runs.py), client history (traces/history.py), store artefacts
+(traces/stores.py) and logs (traces/logs.py). The Spark engine (traces/spark.py) must return the
+same Report, violation for violation.
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ from typing import Callable, Iterable, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import history, logs, openchaos, stores
+from . import history, logs, openchaos, real_runs, stores
 from .conformance import RunVerdict, replay_table
 from .files import FORMATS, BadRecord, read_table
 from .history import Violation
 from .schema import TraceError
 
 FAMILIES: dict[str, tuple[str, ...]] = {
-    "conformance": ("conformance",),
+    "conformance": ("conformance", *real_runs.CHECKS),
     "history": history.CHECKS,
     "stores": stores.CHECKS,
     "logs": logs.CHECKS,
@@ -42,9 +44,10 @@ REPORTED: dict[str, str] = {
 
 CLIENT_OPS = pa.array([history.SEND, history.READ])  # what units["client_ops"] counts
 # What a report counts: trace files, their records (events) and runs, OpenChaos histories and
-# their records (lines), replica sets of store files, and the client operations (sends and reads).
+# their records (lines), replica sets of store files, log sets and their records, recorded cluster
+# runs with their steps and the steps the model explains, and the client operations (sends and reads).
 UNITS = ("files", "events", "runs", "histories", "history_records", "store_sets", "log_sets", "log_records",
-         "client_ops")
+         "real_runs", "real_run_steps", "real_run_steps_explained", "client_ops")
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 
 
@@ -62,9 +65,10 @@ class Inputs(NamedTuple):
     histories: list[str]
     store_sets: list[str]
     log_sets: list[str] = []
+    real_runs: list[str] = []
 
     def empty(self) -> bool:
-        return not (self.traces or self.histories or self.store_sets or self.log_sets)
+        return not (self.traces or self.histories or self.store_sets or self.log_sets or self.real_runs)
 
 
 def discover(paths: Iterable[str]) -> Inputs:
@@ -75,6 +79,7 @@ def discover(paths: Iterable[str]) -> Inputs:
     hist: set[str] = set()
     sets: set[str] = set()
     log_sets: set[str] = set()
+    runs: set[str] = set()
     given: dict[Path, str] = {}  # real path -> the name it was given by
     for name in paths:
         p = Path(name)
@@ -85,7 +90,7 @@ def discover(paths: Iterable[str]) -> Inputs:
                 raise TraceError(name, "path", f"named twice: {other} already includes it" if real != other_real
                                  or real.is_file() else f"named twice (as {other})")
         given[real] = name
-        before = len(traces) + len(hist) + len(sets) + len(log_sets)
+        before = len(traces) + len(hist) + len(sets) + len(log_sets) + len(runs)
         for f in [p] if p.is_file() else _files(p):
             if f.suffix[1:] in FORMATS:
                 traces.add(str(f))
@@ -95,10 +100,12 @@ def discover(paths: Iterable[str]) -> Inputs:
                 hist.add(str(f))
             elif logs.FILES.fullmatch(f.name):
                 log_sets.add(str(f.parent.parent))
-        if len(traces) + len(hist) + len(sets) + len(log_sets) == before:
-            raise TraceError(name, "path", "no traces (.ndjson/.parquet), OpenChaos histories, epoch files or "
-                                           "RocketMQ logs in it")
-    return Inputs(sorted(traces), sorted(hist), sorted(sets), sorted(log_sets))
+            elif f.name == real_runs.RUN:
+                runs.add(str(f.parent))
+        if len(traces) + len(hist) + len(sets) + len(log_sets) + len(runs) == before:
+            raise TraceError(name, "path", "no traces (.ndjson/.parquet), OpenChaos histories, epoch files, "
+                                           "RocketMQ logs or recorded cluster runs in it")
+    return Inputs(sorted(traces), sorted(hist), sorted(sets), sorted(log_sets), sorted(runs))
 
 
 def _check_entry(p: Path, where: str) -> None:
@@ -154,8 +161,9 @@ class Report(NamedTuple):
         return out
 
     def records(self) -> int:
-        """Every record read: trace events, history lines, store sets and log records."""
-        return self.units["events"] + self.units["history_records"] + self.units["store_sets"] + self.units["log_records"]
+        """Every record read: trace events, history lines, store sets, log records and recorded steps."""
+        u = self.units
+        return u["events"] + u["history_records"] + u["store_sets"] + u["log_records"] + u["real_run_steps"]
 
     def failed(self, strict: bool = False) -> bool:
         return any(strict or v.check not in REPORTED for v in self.violations)
@@ -224,4 +232,12 @@ def validate_local(inputs: Inputs, skip: bool = False, progress: Progress | None
         units["log_records"] += records
     units["log_sets"] = len(inputs.log_sets)
     seconds["logs"] = time.perf_counter() - t
+    t = time.perf_counter()
+    for run in inputs.real_runs:
+        found, steps, explained = real_runs.judge_run(run)
+        violations += found
+        units["real_run_steps"] += steps
+        units["real_run_steps_explained"] += explained
+    units["real_runs"] = len(inputs.real_runs)
+    seconds["real runs"] = time.perf_counter() - t
     return Report("local", units, sorted(violations), bad, dict(seconds))

@@ -24,6 +24,7 @@ from typing import Any, Callable, NamedTuple
 
 from rmqcheck.model import commitlog as cl
 from rmqcheck.model.config import Config
+from rmqcheck.model.observed import differences, model_view
 from rmqcheck.model.step import Action, format_action
 from rmqcheck.model.world import PENDING, State
 
@@ -33,7 +34,7 @@ from .proxy import CUT
 from .stepping import (CELL_BYTES, DRIVEN, FRAME_WAIT, NOT_DRIVABLE, OWN, conn_reset, ha_close_lingering,
                        ha_connect, ha_linger, ha_read_ack, ha_slave_ack, ha_transfer)
 from .run import DEFINITE_FAILURES, History, openchaos_result
-from .views import code_violations, cluster_view, differences, model_view, result_differences
+from .views import code_violations, cluster_view, result_differences
 
 
 

@@ -21,11 +21,13 @@ history; the four never reach into each other.
   I7's learner clause), written to the run's code-violations.jsonl; at the end `rmqcheck
   validate`'s local engine over the run's folder (its history and the brokers' epoch files); each
   violation then classed against what the configuration promises and explained by the model's
-  path of the same run (follow.py; in the commands, rmqcheck/commands/cluster_runs.py: checkers and
+  path of the same run (traces/real_runs.py follows it; in the commands, rmqcheck/commands/cluster_runs.py: checkers and
   traces sit side by side).
 
-A run's folder: `run-<seed>-history` (OpenChaos), `steps.jsonl` (each operation as resolved, what
-it did, the controller's state after it: follow.py reads it),
+A run's folder: `run-<seed>-history` (OpenChaos),
+`steps.jsonl` (each operation as resolved, what it did, the controller's state and every broker's
+view after it: traces/real_runs.py follows it on the model, with the run's `run.json` that the
+command writes),
 `code-violations.jsonl`, `stores/`
 (each broker's store, epoch file included), `broker-N.log` (the JVMs' stderr).
 """
@@ -39,10 +41,11 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from rmqcheck.model.config import Config
+from rmqcheck.model.observed import minority_side
 
 from .harness import DELIVER, DROP, LOSE_ANSWER, Cluster, ClusterConfig
 from .proxy import BLACKHOLE, CUT
-from .views import code_violations
+from .views import cluster_view, code_violations
 
 # OpenChaos results of a put (traces/openchaos.py): what the client knows of its message.
 DEFINITE_FAILURES = {"IN_SYNC_REPLICAS_NOT_ENOUGH", "SERVICE_NOT_AVAILABLE", "MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED",
@@ -108,11 +111,6 @@ def schedule(seed: int, brokers: int, steps: int, faults: int, queues: int = 1) 
             if f in ("crash", "power_loss"):
                 due = sorted(due + [(i + rng.randint(1, 5), Op("restart", target))])
     return ops
-
-
-def minority_side(b: int, peer: int | None, brokers: int) -> set[int]:
-    """The brokers a minority fault at broker `b` cuts off: it, and its peer round the ring."""
-    return {b} if peer is None else {b, (b - 1 + peer) % brokers + 1}
 
 
 class History:
@@ -323,8 +321,9 @@ def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int 
                         judged.add(seen)
                         found.write(json.dumps({"step": i, "invariant": inv, "what": seen}) + "\n")
                 record = {"step": i, "op": op.f, "arg": op.arg, "peer": op.peer, "result": what,
-                          "settled": cluster.settled, "controller": cluster.controller.last}
-                if op.f == "power_loss" and nemesis.epoch_files:  # follow.py reads it
+                          "settled": cluster.settled, "controller": cluster.controller.last,
+                          "view": cluster_view(states, cluster.controller.last)}
+                if op.f == "power_loss" and nemesis.epoch_files:  # traces/real_runs.py reads it
                     record["epoch_files"] = nemesis.epoch_files
                 log.write(json.dumps(record) + "\n")
                 if on_step is not None:

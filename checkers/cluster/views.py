@@ -1,50 +1,18 @@
-"""What both sides of `replay --cluster` show after a step, in the same terms: per broker its
-role, masterEpoch, the messages its commit log holds, its confirmOffset and epoch entries (both
-counted in messages, so sizes and headers do not matter) and, on a master, its SyncStateSet; the
-controller's master, epoch and SyncStateSet; and what the client was told (`x` is replay.py's
-Context: the cluster, the history, the outcomes the client received)."""
+"""What the cluster shows after a step, in the terms of the model's view (model/observed.py:
+per broker its role, masterEpoch, the messages its commit log holds, its confirmOffset and epoch
+entries counted in messages, on a master its SyncStateSet; the controller's master, epoch and
+SyncStateSet); what the client was told; and what the running code shows of the model's
+invariants (`x` is replay.py's Context: the cluster, the history, the outcomes the client
+received)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rmqcheck.invariants.catalogue import attributed
-from rmqcheck.model import commitlog as cl
-from rmqcheck.model.broker import MASTER, get_confirm_offset
-from rmqcheck.model.config import Config
+from rmqcheck.model.broker import MASTER
+from rmqcheck.model.observed import in_messages, starts_before
 from rmqcheck.model.world import PENDING, State
-
-
-def _in_messages(offset: int, spans: list[tuple[int, int]]) -> int:
-    """How many of the (offset, end) messages end at or before `offset`."""
-    return sum(1 for _, end in spans if end <= offset)
-
-
-def _starts_before(offset: int, spans: list[tuple[int, int]]) -> int:
-    return sum(1 for start, _ in spans if start < offset)
-
-
-def model_view(s: State, cfg: Config) -> dict[str, Any]:
-    """The model's state as the cluster can show it (module docstring)."""
-    brokers = {}
-    for b in s.brokers:
-        if not b.up:
-            brokers[b.id] = "down"
-            continue
-        held = [m for m in sorted(s.msgs, key=lambda m: m.offset) if cl.has_message(b.log, m)]
-        spans = [(m.offset, m.end) for m in held]
-        brokers[b.id] = {
-            "role": b.role if b.running else "none",
-            "masterEpoch": b.master_epoch,
-            "messages": [f"m{m.id}" for m in held],  # the replay names message N mN on the cluster
-            "confirm": _in_messages(get_confirm_offset(b, cfg), spans),  # what the store's getter answers
-            "epochs": [(e, _starts_before(start, spans)) for e, start in b.epochs.entries],
-            "syncStateSet": sorted(b.sss) if b.role == MASTER and b.running else None,
-        }
-    c = s.ctrl.applied
-    return {"brokers": brokers,
-            "controller": {"master": c.master, "masterEpoch": c.master_epoch, "syncStateSet": sorted(c.sss),
-                           "syncStateSetEpoch": c.sss_epoch}}
 
 
 def cluster_view(states: dict[int, dict[str, Any] | None], controller: dict[str, Any]) -> dict[str, Any]:
@@ -61,28 +29,14 @@ def cluster_view(states: dict[int, dict[str, Any] | None], controller: dict[str,
             "role": role,
             "masterEpoch": st.get("master_epoch"),
             "messages": [body for _, _, body in msgs],
-            "confirm": _in_messages(int(st.get("confirm_offset", -1)), spans),
-            "epochs": [(int(e[0]), _starts_before(int(e[1]), spans)) for e in st.get("epochs", [])],
+            "confirm": in_messages(int(st.get("confirm_offset", -1)), spans),
+            "epochs": [(int(e[0]), starts_before(int(e[1]), spans)) for e in st.get("epochs", [])],
             "syncStateSet": sorted(int(i) for i in st.get("rm_sss", [])) if role == MASTER else None,
         }
     return {"brokers": brokers,
             "controller": {"master": controller.get("master"), "masterEpoch": controller.get("master_epoch"),
                            "syncStateSet": sorted(int(i) for i in controller.get("sss", [])),
                            "syncStateSetEpoch": controller.get("sss_epoch")}}
-
-
-def differences(model: dict[str, Any], code: dict[str, Any]) -> list[str]:
-    out = []
-    for b, m in model["brokers"].items():
-        k = code["brokers"].get(b)
-        if m == "down" or k == "down":
-            if m != k:
-                out.append(f"broker {b}: model {'down' if m == 'down' else 'up'}, code {'down' if k == 'down' else 'up'}")
-            continue
-        out += [f"broker {b} {f}: model {m[f]}, code {k[f]}" for f in m if m[f] != k[f]]
-    out += [f"controller {f}: model {v}, code {code['controller'][f]}"
-            for f, v in model["controller"].items() if v != code["controller"][f]]
-    return out
 
 
 # --- what the client saw ----------------------------------------------------------------------------

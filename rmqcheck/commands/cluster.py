@@ -13,14 +13,13 @@ from rich.table import Table
 
 from rmqcheck.checkers.cluster.harness import ClusterError
 from rmqcheck.checkers.cluster.node import NodeError
-from rmqcheck.checkers.cluster.run import run_once
 from rmqcheck.checkers.java import build
 from rmqcheck.checkers.java.build import BuildError
 from rmqcheck.checkers.java.driver import DriverError
 from rmqcheck.model import configs
 from rmqcheck.outputs import OutputError, check_folder, output_folder
 
-from .cluster_runs import RUN_FILE, check_run
+from .cluster_runs import RUN_FILE, check_run, record_run
 from .common import Bar, UsageError, add_result_options, add_source_argument, budget_seconds, out, positive
 
 NAME = "cluster"
@@ -78,7 +77,7 @@ def run(args) -> int:
             while (runs is None or i < runs) and (not args.budget or time.perf_counter() - started < args.budget):
                 seed = args.seed + i
                 try:
-                    r = run_once(cfg, seed, partial / f"run-{seed}", args.steps, args.faults, args.rocketmq_src)
+                    r = record_run(cfg, seed, partial / f"run-{seed}", args.steps, args.faults, args.rocketmq_src)
                     violations = check_run(r.folder, cfg)
                     if any(v[1] == "unexplained" for v in violations):
                         violations = _reclassed(violations, cfg, seed, partial / f"run-{seed}-again", args,
@@ -134,7 +133,7 @@ def _reclassed(violations, cfg, seed, folder, args, src, seen_again, not_seen):
     unexplained one that the rerun shows too (the same check on the same subject) is classed
     `seen_again`, and each it does not show `not_seen` (None: left as it was). A seeded run repeats
     step by step as far as the code lets it; a race between RocketMQ's threads may not."""
-    run_once(cfg, seed, folder, args.steps, args.faults, src)
+    record_run(cfg, seed, folder, args.steps, args.faults, src)
     theirs = {(c, subject) for c, kind, subject, _ in check_run(folder, cfg) if kind != "reported"}
     if not args.keep_stores:
         shutil.rmtree(folder / "stores", ignore_errors=True)

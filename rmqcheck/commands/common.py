@@ -246,6 +246,8 @@ def print_validation(report, seconds: float, strict: bool, violations: Path, sho
             f"rmqcheck validate ({report.engine}): {u['events']:,} events in {u['runs']:,} runs, "
             f"{u['histories']} OpenChaos histories ({u['history_records']:,} records), {u['store_sets']} store sets, "
             f"{u['log_sets']} log sets ({u['log_records']:,} records)"
+            + (f", {u['real_runs']} recorded cluster runs ({u['real_run_steps_explained']:,} of "
+               f"{u['real_run_steps']:,} steps explained by the model)" if u["real_runs"] else "")
             + (f", {len(report.bad):,} bad records skipped" if report.bad else "") + f", {seconds:.1f} s"
         )
     )

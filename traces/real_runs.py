@@ -1,0 +1,460 @@
+"""A recorded run of RocketMQ's running code, explained by the model (issue 45, section 2): trace
+validation as etcd's raft and CCF do it against their specifications.
+
+`rmqcheck cluster` records each operation of a run as it resolved it and what could be seen from
+outside the code after it (`steps.jsonl`): the client's result, the controller's master, epoch and
+SyncStateSet, and each broker's view in `replay --cluster`'s terms (`view`: role, masterEpoch,
+the messages its commit log holds, confirmOffset and epoch entries counted in messages, a master's
+SyncStateSet). `run.json` beside it names the configuration.
+
+`follow` turns that record into a path of the model. Each operation becomes the model actions it
+stands for. What the code does by itself between operations (HA frames and acks, an
+AlterSyncStateSet the HA service asks for, dispatch, flush, the end of a promotion, a put
+completing or timing out) the record does not show; it is filled in one fixed order, to quiet,
+as the harness waits until the cluster is quiet. When the state reached does not show what the
+record shows, a breadth-first search from the end of the step before (at most GAP_STATES states:
+the bounded search per gap) takes the operation's own actions in their order, interleaved with
+any of the code's own steps, to a state that does.
+
+The path follows the run while the two agree: the broker that took each put was a master in the
+model too, the consumer read as many messages, and after each operation the controller (and, with
+`views`, every broker) shows the same. The first step neither the fixed order nor the search
+explains stops it, saying why and which fields differ; `judge_run` reports it as a conformance
+violation with the share of the run's steps explained. The steps after it are not judged: the
+model's state there is unknown. One path is kept, never more: a later step that only another
+order of an earlier gap explains is not explained (a bound, said in docs/cluster.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable, Iterable, NamedTuple
+
+from rmqcheck.model import commitlog as cl
+from rmqcheck.model.broker import MASTER, SLAVE
+from rmqcheck.model.config import NO_FAULTS, Config
+from rmqcheck.model.configs import ConfigError, from_dict, to_dict
+from rmqcheck.model.observed import differences, minority_side, model_view
+from rmqcheck.model.step import Action, NotEnabled, initial_state, step
+from rmqcheck.model.world import State, reaches_controller
+
+from .history import Violation
+from .schema import TraceError
+
+STEPS = "steps.jsonl"
+RUN = "run.json"  # the run's configuration, seed and length
+RUN_KIND = "rmqcheck cluster run record"
+CHECKS = ("real_run_conformance",)
+READ_AT_ONCE = 32  # messages one read of the harness's asks for
+QUIET_AFTER = 2000  # model steps in one quiet-down at most (a run's whole transfer takes far fewer)
+GAP_STATES = 20_000  # states the search of one gap may visit
+# A run's faults, in the harness's terms (harness.py): a broker's RPCs dropped or their answers lost.
+DROP, LOSE_ANSWER = "drop", "lose_answer"
+
+
+def as_json(view: dict[str, Any]) -> dict[str, Any]:
+    """A view as a record holds it (string keys, lists)."""
+    return json.loads(json.dumps(view))
+
+
+# --- the model's path of a record ------------------------------------------------------------
+
+
+class NotFollowed(NamedTuple):
+    step: int  # the recorded step (steps.jsonl's numbering)
+    op: str
+    why: str
+
+
+class Followed(NamedTuple):
+    cfg: Config  # the run's configuration with room for every put and fault of the record
+    actions: list[Action]
+    steps: list[int]  # the recorded step each action stands for
+    stopped: NotFollowed | None  # where the model could not follow (None: the whole run)
+    explained: int  # recorded steps the path explains (all of them when not stopped)
+    searched: int  # of those, the steps a search explained (the fixed order did not)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _target(record: dict[str, Any]) -> int | None:
+    """The broker a fault hit, as the nemesis resolved it ("broker 2"), or None (it did nothing)."""
+    result = str(record.get("result", ""))
+    return int(result.split()[1]) if result.startswith("broker ") else None
+
+
+class _Follower:
+    """The model's state along the record, with the faults in force that the model's state does
+    not hold itself: HA links cut or blackholed, and RPC policies (the model's partition holds a
+    minority's)."""
+
+    def __init__(self, cfg: Config, views: bool) -> None:
+        self.cfg = cfg
+        self.views = views
+        self.s: State = initial_state(cfg)
+        self.actions: list[Action] = []
+        self.steps: list[int] = []
+        self.own: list[bool] = []  # per action: the code's own step (taken in a quiet), not the operation's
+        self.quieting = False
+        self.at = 0  # the recorded step being followed
+        self.silent: set[frozenset[int]] = set()  # broker pairs whose HA traffic is cut or blackholed
+        self.rpc: dict[int, str] = {}  # broker -> DROP or LOSE_ANSWER
+        self.route: int | None = None  # the master the client knows of (run.Client.route)
+        self.checked: dict[int, int] = {}  # broker -> the masterEpoch whose first SyncStateSet check ran
+        self.puts = 0  # put operations so far: the client names the Nth put's message mN
+        self.names: dict[int, str] = {}  # the model's message id -> the client's name of it
+
+    def do(self, action: Action, seen: set[State] | None = None) -> bool:
+        """Apply `action` if it is enabled and leads somewhere new (not back to the state, nor to
+        one of `seen`)."""
+        try:
+            nxt = step(self.s, action, self.cfg)
+        except NotEnabled:
+            return False
+        if nxt == self.s or (seen is not None and nxt in seen):
+            return False
+        self.s = nxt
+        self.actions.append(action)
+        self.steps.append(self.at)
+        self.own.append(self.quieting)
+        return True
+
+    def lost(self, b: int) -> int:
+        return 1 if self.rpc.get(b) == LOSE_ANSWER else 0
+
+    def sends_rpcs(self, b: int) -> bool:
+        return self.rpc.get(b) != DROP
+
+    def up(self) -> list[int]:
+        return [b.id for b in self.s.brokers if b.up]
+
+    def _ha_open(self, s: State, slave: int) -> bool:
+        b = s.broker(slave)
+        master = b.client.master if b.client.master is not None else b.master_id
+        return master is None or frozenset({slave, master}) not in self.silent
+
+    def quiet(self) -> None:
+        """What the code does by itself until nothing new happens (harness.Cluster.settle): a
+        step back to a state already passed (a slave's periodic ack the master has read
+        already) is not taken."""
+        seen = {self.s}
+        self.quieting = True
+        try:
+            for _ in range(QUIET_AFTER):
+                if not any(self.do(a, seen) for a in self._own_steps(self.s, self.checked, stop_on_dropped=True)):
+                    return
+                seen.add(self.s)
+        finally:
+            self.quieting = False
+        raise _Stop("the model does not come to rest")
+
+    def _own_steps(self, s: State, checked: dict[int, int], stop_on_dropped: bool = False) -> Iterable[Action]:
+        """The code's own steps in `s`, in the fixed order; a master's first SyncStateSet check
+        of its epoch is offered once (marked in `checked`)."""
+        for b in s.brokers:
+            if not b.up:
+                continue
+            i = b.id
+            yield ("finish_promotion", i)
+            if b.role == MASTER and not b.promoting and checked.get(i) != b.master_epoch:
+                # changeToMaster submits checkSyncStateSetAndDoReport once (ReplicasManager.java:274)
+                checked[i] = b.master_epoch
+                yield ("check_sss", i)
+            if b.role == SLAVE and self._ha_open(s, i):
+                yield from (("ha_connect", i), ("ha_transfer", i), ("ha_slave_ack", i), ("ha_read_ack", i))
+            yield ("ha_timeout", i)  # a connection across the model's partition found dead
+            if b.alters:
+                if self.sends_rpcs(i):
+                    yield ("alter_sss", i, self.lost(i))
+                elif not reaches_controller(s, i):
+                    yield ("alter_sss_fail", i)
+                elif stop_on_dropped:
+                    raise _Stop(f"broker {i}'s AlterSyncStateSet was dropped on its way; the model fails one only "
+                                "across its partition (alter_sss_fail)")
+            for p in b.puts:
+                yield from (("put_complete", i, p.msg), ("put_timeout", i, p.msg))
+            yield from (("dispatch", i), ("flush", i))
+
+    def search(self, start: State, checked: dict[int, int], script: list[Action], shows: Callable[[State], bool]):
+        """The shortest path from `start` that takes the operation's own actions (`script`) in
+        their order, interleaved with any of the code's own steps, to a state that `shows` what
+        the record shows, within GAP_STATES states: (path, state, checked) with each action of
+        the path paired with whether it is the code's own, or None. (None, visited) when none."""
+        queue = deque([(start, 0, checked, [])])
+        seen = {(start, 0)}
+        while queue and len(seen) < GAP_STATES:
+            s, pos, done, path = queue.popleft()
+            if pos == len(script) and shows(s):
+                return path, s, done
+            moves = [(a, True) for a in self._own_steps(s, dict(done))]
+            if pos < len(script):
+                moves.append((script[pos], False))
+            for a, own in moves:
+                try:
+                    nxt = step(s, a, self.cfg)
+                except NotEnabled:
+                    continue
+                key = (nxt, pos + (not own))
+                if (own and nxt == s) or key in seen:
+                    continue
+                seen.add(key)
+                marked = {**done, a[1]: nxt.broker(a[1]).master_epoch} if a[0] == "check_sss" else done
+                queue.append((nxt, key[1], marked, path + [(a, own)]))
+        return None, len(seen)
+
+    def master(self) -> int | None:
+        return self.s.ctrl.applied.master
+
+    # --- the run's operations (checkers/cluster/run.py) -----------------------------------------
+
+    def refresh_route(self) -> int | None:
+        self.route = self.master()
+        return self.route
+
+    def put(self, record: dict[str, Any]) -> None:
+        self.puts += 1
+        result = str(record.get("result", ""))
+        if not result.startswith("to broker "):
+            self.refresh_route()  # no route, or the route's broker was no master: nothing was sent
+            return
+        b = self.route = int(result.split()[-1])
+        held = len(self.s.msgs)
+        if not self.do(("send", b, record["arg"] or 0, self.cfg.message_sizes[0])):
+            m = self.s.broker(b)
+            raise _Stop(f"broker {b} took a put on the code; in the model it is {m.role.lower()}"
+                        f"{'' if m.up else ' and down'}{', promoting' if m.promoting else ''}"
+                        f"{'' if m.running else ', not running'}")
+        if len(self.s.msgs) > held:
+            self.names[self.s.msgs[-1].id] = f"m{self.puts}"
+
+    def read(self, queue: int) -> int:
+        """run.Client.read: the consumer's pulls from the route's broker; how many it read."""
+        b = self.route if self.route is not None else self.refresh_route()
+        if b is None or not self.s.broker(b).up:
+            self.refresh_route()
+            return 0
+        before = len(self.s.reads)
+        for _ in range(READ_AT_ONCE):
+            if not self.do(("consume", b, queue)):
+                break
+        return len(self.s.reads) - before
+
+    def round(self) -> None:
+        """run.time_passes: heartbeats, a tick, the controller's election, replica info, the
+        master's SyncStateSet check."""
+        for b in self.up():
+            if not self.s.broker(b).running and b not in self.rpc:  # ReplicasManager's start again
+                self.do(("register", b, 0))
+        for b in self.up():
+            if self.sends_rpcs(b):
+                self.do(("heartbeat", b))
+        self.do(("tick",))
+        self.do(("controller_elect",))
+        for b in self.up():
+            if self.sends_rpcs(b):
+                self.do(("sync_replica_info", b, self.lost(b)))
+        self.quiet()
+        m = self.master()
+        if m is not None and self.s.broker(m).up:
+            self.do(("check_sss", m))
+
+    def fault(self, op: str, b: int, record: dict[str, Any]) -> None:
+        if op in ("crash", "power_loss", "restart"):
+            self.checked.pop(b, None)  # a new process: its first changeToMaster checks again
+        if op in ("crash", "power_loss"):
+            keep = cl.unflushed(self.s.broker(b).log) if op == "crash" else 0
+            self.do(("crash", b, keep))  # kill -9 keeps the page cache; power loss keeps what was flushed
+            epoch_files = record.get("epoch_files", "kept")
+            if epoch_files == "lost":
+                self.do(("lose_epoch_file", b))
+            elif epoch_files != "kept":
+                raise _Stop("the power loss took the epoch files back to an older version; the model keeps them "
+                            "or loses them whole")
+        elif op == "restart":
+            self.do(("restart", b))
+            if self.sends_rpcs(b):
+                self.do(("register", b, self.lost(b)))
+        elif op in ("isolate_ha", "blackhole_ha"):
+            for other in range(1, self.cfg.brokers + 1):
+                if other != b:
+                    self.silent.add(frozenset({b, other}))
+            if op == "isolate_ha":  # a cut link closes its connections (a blackholed one stays open, silent)
+                for slave in range(1, self.cfg.brokers + 1):
+                    master = self.s.broker(slave).client.master
+                    if master is not None and b in (slave, master):
+                        self.do(("conn_reset", slave))
+        elif op in ("isolate_controller", "lose_answers"):
+            self.rpc[b] = DROP if op == "isolate_controller" else LOSE_ANSWER
+        elif op == "minority":
+            if self.s.cut:
+                raise _Stop("a second partition while one is in force; the model holds one at a time")
+            if "peer" not in record and self.cfg.brokers > 2:
+                raise _Stop("the record does not name the minority's peer (written before steps.jsonl did)")
+            side = minority_side(b, record.get("peer"), self.cfg.brokers)
+            if not self.do(("partition", sum(1 << (i - 1) for i in side))):
+                raise _Stop(f"the model cannot cut off {sorted(side)}")
+            for i in side:
+                self.rpc[i] = DROP
+        elif op == "heal":
+            self.do(("heal",))
+            self.silent.clear()
+            self.rpc.clear()
+
+    def apply(self, record: dict[str, Any]) -> None:
+        """The model actions a recorded operation stands for (before the quiet that ends it)."""
+        op = record["op"]
+        if op == "put":
+            self.put(record)
+        elif op in ("read", "final_read"):
+            if op == "final_read":
+                self.refresh_route()
+            queues = range(self.cfg.queues) if op == "final_read" else (record["arg"] or 0,)
+            got = sum(self.read(q) for q in queues)
+            said = str(record.get("result", "")).split()[0]
+            if said.isdigit() and int(said) != got:
+                raise _Stop(f"the consumer read {said} messages on the code, {got} in the model")
+        elif op == "route":
+            said = str(record.get("result", "")).split()[-1]
+            if str(self.refresh_route()) != said:
+                raise _Stop(f"the client's route: code master {said}, model master {self.route}")
+        elif op == "round":
+            self.round()
+        else:
+            b = _target(record)
+            if b is not None or op == "heal":
+                self.fault(op, b, record)
+
+    def mismatch(self, s: State, record: dict[str, Any]) -> list[str]:
+        """What `s` shows otherwise than the record: every broker and the controller (`views`
+        and a recorded view), or else the controller's master, epoch and SyncStateSet."""
+        if self.views and "view" in record:
+            return differences(as_json(model_view(s, self.cfg, self.names)), record["view"])
+        code = record.get("controller") or {}
+        if not code.get("exists", True):
+            return []
+        c = s.ctrl.applied
+        model = {"master": c.master, "master_epoch": c.master_epoch, "sss": sorted(c.sss)}
+        theirs = {"master": code.get("master"), "master_epoch": code.get("master_epoch"),
+                  "sss": sorted(code.get("sss") or [])}
+        return [f"controller {k}: code {theirs[k]}, model {model[k]}" for k in model if theirs[k] != model[k]]
+
+    def end_step(self, record: dict[str, Any], before: tuple[State, dict[int, int], int]) -> bool:
+        """The quiet that ends a step; when that does not show what the record shows, the search
+        from the end of the step before (`before`: its state, checks and actions taken). True
+        when the search explained the step; _Stop when neither does."""
+        try:
+            self.quiet()
+            diffs = self.mismatch(self.s, record)
+        except _Stop as exc:
+            diffs = [str(exc)]
+        if not diffs:
+            return False
+        start, checked, taken = before
+        script = [a for a, own in zip(self.actions[taken:], self.own[taken:]) if not own]
+        path, *found = self.search(start, checked, script, lambda s: not self.mismatch(s, record))
+        if path is None:
+            raise _Stop("; ".join(diffs) + f" (nor in any order of the code's own steps: {found[0]:,} states searched)")
+        self.s, self.checked = found
+        del self.actions[taken:], self.steps[taken:], self.own[taken:]
+        self.actions += [a for a, _ in path]
+        self.own += [own for _, own in path]
+        self.steps += [self.at] * len(path)
+        return True
+
+
+def room_for(cfg: Config, records: list[dict[str, Any]]) -> Config:
+    """`cfg` with room for every put of the record and a budget for every fault (the model's
+    bounds are the explorer's; a recorded run is not bounded by them)."""
+    puts = sum(1 for r in records if r.get("op") == "put")
+    return cfg._replace(max_messages=max(cfg.max_messages, puts + 1),
+                        faults=NO_FAULTS._replace(**{f: len(records) + 1 for f in NO_FAULTS._fields}))
+
+
+def follow(cfg: Config, records: list[dict[str, Any]], views: bool = False) -> Followed:
+    """The model's path of a recorded run (module docstring); with `views`, judged against every
+    broker's recorded view too."""
+    cfg = room_for(cfg, records)
+    f = _Follower(cfg, views)
+    stopped = None
+    explained = searched = 0
+    op = "start"
+    try:
+        before = (f.s, dict(f.checked), 0)  # the first step's search may reorder the start's quiet too
+        f.quiet()
+        for record in records:
+            f.at, op = record["step"], record["op"]
+            f.apply(record)
+            searched += f.end_step(record, before)
+            explained += 1
+            before = (f.s, dict(f.checked), len(f.actions))
+    except _Stop as exc:
+        stopped = NotFollowed(f.at, op, str(exc))
+    return Followed(cfg, f.actions, f.steps, stopped, explained, searched)
+
+
+# --- a run's folder, for `rmqcheck validate` -------------------------------------------------------
+
+
+def write_run(folder: Path, cfg: Config, seed: int, steps: int, faults: int) -> None:
+    """A recorded run's run.json: what `judge_run` needs beside its steps."""
+    record = {"kind": RUN_KIND, "config": to_dict(cfg), "seed": seed, "steps": steps, "faults": faults}
+    (Path(folder) / RUN).write_text(json.dumps(record) + "\n")
+
+
+def read_steps(folder: Path) -> list[dict[str, Any]]:
+    """steps.jsonl's records; a line that is not a JSON object with a step and an op is a TraceError."""
+    path = Path(folder) / STEPS
+    out = []
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TraceError(str(path), "file", f"cannot be read: {exc}") from None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise TraceError(str(path), f"line {n}", f"not JSON: {exc}") from None
+        if not isinstance(record, dict) or not isinstance(record.get("step"), int) or not isinstance(record.get("op"), str):
+            raise TraceError(str(path), f"line {n}", "a record needs an integer step and an op")
+        out.append(record)
+    return out
+
+
+def read_run(folder: Path) -> tuple[Config, list[dict[str, Any]]]:
+    """A run's configuration (run.json) and its records (steps.jsonl); TraceError on bad input."""
+    path = Path(folder) / RUN
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise TraceError(str(path), "file", f"not a run record: {exc}") from None
+    if not isinstance(data, dict) or data.get("kind") != RUN_KIND:
+        raise TraceError(str(path), "file", f'not a run record (its "kind" must be "{RUN_KIND}")')
+    try:
+        cfg = from_dict(data.get("config"), "config")
+    except ConfigError as exc:
+        raise TraceError(str(path), "config", str(exc)) from None
+    records = read_steps(folder)
+    if not records:
+        raise TraceError(str(Path(folder) / STEPS), "file", "no recorded step")
+    return cfg, records
+
+
+def judge_run(folder: str) -> tuple[list[Violation], int, int]:
+    """The run's conformance violation (the first step the model cannot explain, none when it
+    explains every one), its recorded steps, and how many the model explains."""
+    root = Path(folder)
+    cfg, records = read_run(root)
+    f = follow(cfg, records, views=True)
+    found = []
+    if f.stopped is not None:
+        s = f.stopped
+        found.append(Violation("real_run_conformance", root.name, f"step {s.step} ({s.op})", 1,
+                               f"the model explains {f.explained} of {len(records)} recorded steps; at step {s.step} "
+                               f"({s.op}): {s.why}"))
+    return found, len(records), f.explained
