@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -207,6 +208,23 @@ def test_both_engines_stop_at_the_same_bad_record_or_skip_the_same_ones(tmp_path
     assert [b.where for b in local.bad] == ["row group 0 row 5", f"line {len(ndjson_lines(nd))}"]
     assert remote.bad == local.bad and remote.violations == local.violations and remote.units == local.units
     assert "conformance" in checks(local)  # the skipped record leaves a gap: nothing silently lost
+
+
+@pytest.mark.heavy
+def test_a_damaged_cluster_run_record_stops_both_engines_alike(tmp_path, spark):
+    """A recorded cluster run is judged in a Spark task (traces/real_runs.py); its bad input comes
+    back to the driver as the local engine's error, word for word."""
+    from rmqcheck.traces.spark import validate_spark
+
+    run = shutil.copytree(Path(__file__).parent / "data" / "cluster-runs" / "durable3-seed-11", tmp_path / "run")
+    lines = (run / "steps.jsonl").read_text().splitlines()
+    (run / "steps.jsonl").write_text("\n".join(lines[:5] + ['{"step": 6, "op"'] + lines[6:]) + "\n")
+    inputs = discover([str(run)])
+    with pytest.raises(TraceError) as local_error:
+        validate_local(inputs)
+    with pytest.raises(TraceError) as spark_error:
+        validate_spark(inputs, spark=spark)
+    assert str(local_error.value) == str(spark_error.value) and "steps.jsonl: line 6: not JSON" in str(local_error.value)
 
 
 # --- OpenChaos ---------------------------------------------------------------------------------
