@@ -24,9 +24,11 @@ def starts_before(offset: int, spans: list[tuple[int, int]]) -> int:
     return sum(1 for start, _ in spans if start < offset)
 
 
-def model_view(s: State, cfg: Config, names: dict[int, str] | None = None) -> dict[str, Any]:
+def model_view(s: State, cfg: Config, names: dict[int, str] | None = None, flushed: bool = False) -> dict[str, Any]:
     """The model's state as the cluster can show it (module docstring); message N is named
-    `names[N]`, or mN (the replay sends message N as mN)."""
+    `names[N]`, or mN (the replay sends message N as mN). With `flushed`, each broker's flushed
+    position too, counted in messages (a recorded run compares it; `replay --cluster` does not,
+    as its scenarios say when the model flushes and the code's flush service keeps its own time)."""
     names = names or {}
     brokers: dict[int, Any] = {}
     for b in s.brokers:
@@ -43,6 +45,8 @@ def model_view(s: State, cfg: Config, names: dict[int, str] | None = None) -> di
             "epochs": [(e, starts_before(start, spans)) for e, start in b.epochs.entries],
             "syncStateSet": sorted(b.sss) if b.role == MASTER and b.running else None,
         }
+        if flushed:
+            brokers[b.id]["flushed"] = in_messages(b.log.flushed, spans)
     c = s.ctrl.applied
     return {"brokers": brokers,
             "controller": {"master": c.master, "masterEpoch": c.master_epoch, "syncStateSet": sorted(c.sss),

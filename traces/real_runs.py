@@ -107,6 +107,9 @@ class _Follower:
         self.checked: dict[int, int] = {}  # broker -> the masterEpoch whose first SyncStateSet check ran
         self.puts = 0  # put operations so far: the client names the Nth put's message mN
         self.names: dict[int, str] = {}  # the model's message id -> the client's name of it
+        # The fixed order flushes at once, unless the record shows where the code's ASYNC_FLUSH
+        # service (which waits for 4 dirty pages, or 10 s) flushed: then only a search flushes.
+        self.eager_flush = True
 
     def do(self, action: Action, seen: set[State] | None = None) -> bool:
         """Apply `action` if it is enabled and leads somewhere new (not back to the state, nor to
@@ -145,16 +148,18 @@ class _Follower:
         self.quieting = True
         try:
             for _ in range(QUIET_AFTER):
-                if not any(self.do(a, seen) for a in self._own_steps(self.s, self.checked, stop_on_dropped=True)):
+                if not any(self.do(a, seen) for a in self._own_steps(self.s, self.checked, fixed=True)):
                     return
                 seen.add(self.s)
         finally:
             self.quieting = False
         raise _Stop("the model does not come to rest")
 
-    def _own_steps(self, s: State, checked: dict[int, int], stop_on_dropped: bool = False) -> Iterable[Action]:
+    def _own_steps(self, s: State, checked: dict[int, int], fixed: bool = False) -> Iterable[Action]:
         """The code's own steps in `s`, in the fixed order; a master's first SyncStateSet check
-        of its epoch is offered once (marked in `checked`)."""
+        of its epoch is offered once (marked in `checked`). `fixed`: for the quiet that fills a
+        gap in that order, where an AlterSyncStateSet the model cannot drop stops the run, and
+        a flush is left to the search when the record shows the code's flushes."""
         for b in s.brokers:
             if not b.up:
                 continue
@@ -172,18 +177,22 @@ class _Follower:
                     yield ("alter_sss", i, self.lost(i))
                 elif not reaches_controller(s, i):
                     yield ("alter_sss_fail", i)
-                elif stop_on_dropped:
+                elif fixed:
                     raise _Stop(f"broker {i}'s AlterSyncStateSet was dropped on its way; the model fails one only "
                                 "across its partition (alter_sss_fail)")
             for p in b.puts:
                 yield from (("put_complete", i, p.msg), ("put_timeout", i, p.msg))
-            yield from (("dispatch", i), ("flush", i))
+            yield ("dispatch", i)
+            if self.eager_flush or not fixed:
+                yield ("flush", i)
 
     def search(self, start: State, checked: dict[int, int], script: list[Action], shows: Callable[[State], bool]):
         """The shortest path from `start` that takes the operation's own actions (`script`) in
         their order, interleaved with any of the code's own steps, to a state that `shows` what
-        the record shows, within GAP_STATES states: (path, state, checked) with each action of
-        the path paired with whether it is the code's own, or None. (None, visited) when none."""
+        the record shows, within GAP_STATES states: (path, state, checked), each action of the
+        path paired with whether it is the code's own; (None, states visited) when there is none.
+        The faults in force are the operation's after it (a bound: an HA link the operation cuts
+        is cut for the own steps before it too)."""
         queue = deque([(start, 0, checked, [])])
         seen = {(start, 0)}
         while queue and len(seen) < GAP_STATES:
@@ -332,7 +341,11 @@ class _Follower:
         """What `s` shows otherwise than the record: every broker and the controller (`views`
         and a recorded view), or else the controller's master, epoch and SyncStateSet."""
         if self.views and "view" in record:
-            return differences(as_json(model_view(s, self.cfg, self.names)), record["view"])
+            model = as_json(model_view(s, self.cfg, self.names, flushed=True))
+            for b, theirs in record["view"]["brokers"].items():  # recorded before views held it
+                if isinstance(theirs, dict) and "flushed" not in theirs and isinstance(model["brokers"].get(b), dict):
+                    del model["brokers"][b]["flushed"]
+            return differences(model, record["view"])
         code = record.get("controller") or {}
         if not code.get("exists", True):
             return []
@@ -374,11 +387,18 @@ def room_for(cfg: Config, records: list[dict[str, Any]]) -> Config:
                         faults=NO_FAULTS._replace(**{f: len(records) + 1 for f in NO_FAULTS._fields}))
 
 
+def _shows_flushed(records: list[dict[str, Any]]) -> bool:
+    """Whether the record's views say how far each broker flushed (runs recorded since they do)."""
+    view = records[0].get("view") if records else None
+    return bool(view) and any(isinstance(b, dict) and "flushed" in b for b in view.get("brokers", {}).values())
+
+
 def follow(cfg: Config, records: list[dict[str, Any]], views: bool = False) -> Followed:
     """The model's path of a recorded run (module docstring); with `views`, judged against every
     broker's recorded view too."""
     cfg = room_for(cfg, records)
     f = _Follower(cfg, views)
+    f.eager_flush = cfg.sync_flush or not (views and _shows_flushed(records))
     stopped = None
     explained = searched = 0
     op = "start"

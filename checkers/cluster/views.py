@@ -30,6 +30,7 @@ def cluster_view(states: dict[int, dict[str, Any] | None], controller: dict[str,
             "masterEpoch": st.get("master_epoch"),
             "messages": [body for _, _, body in msgs],
             "confirm": in_messages(int(st.get("confirm_offset", -1)), spans),
+            "flushed": in_messages(int(st.get("flushed_offset", -1)), spans),
             "epochs": [(int(e[0]), starts_before(int(e[1]), spans)) for e in st.get("epochs", [])],
             "syncStateSet": sorted(int(i) for i in st.get("rm_sss", [])) if role == MASTER else None,
         }
