@@ -53,6 +53,13 @@ def model_view(s: State, cfg: Config, names: dict[int, str] | None = None, flush
                            "syncStateSetEpoch": c.sss_epoch}}
 
 
+def controller_view(state: dict[str, Any]) -> dict[str, Any]:
+    """The controller's state as its driver answers it (master, master_epoch, sss, sss_epoch), in
+    the view's terms."""
+    return {"master": state.get("master"), "masterEpoch": state.get("master_epoch"),
+            "syncStateSet": sorted(int(i) for i in state.get("sss") or []), "syncStateSetEpoch": state.get("sss_epoch")}
+
+
 def differences(model: dict[str, Any], code: dict[str, Any]) -> list[str]:
     """Each field two views (model_view, the cluster's) disagree on, as "where field: model X, code Y"."""
     out = []

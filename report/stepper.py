@@ -30,6 +30,7 @@ from rmqcheck.model.broker import Broker, max_phy
 from rmqcheck.model.bugs import SNAPSHOT
 from rmqcheck.model.config import Config
 from rmqcheck.model.configs import to_dict
+from rmqcheck.model.observed import model_view
 from rmqcheck.model.step import format_action
 from rmqcheck.model.world import State
 
@@ -169,9 +170,7 @@ def java_steps(reports: Iterable[Any]) -> dict[int, list[dict[str, Any]]]:
 
 def cluster_steps(rows: Iterable[Any], states: Sequence[State], cfg: Config) -> dict[int, dict[str, Any]]:
     """`replay --cluster`'s rows (checkers/cluster/replay.py Row) by step: what the harness did,
-    the cluster's view and the model's in the same terms (views.py), and their differences."""
-    from rmqcheck.checkers.cluster.views import model_view
-
+    the cluster's view and the model's in the same terms (model/observed.py), and their differences."""
     return {r.index: {"kind": r.kind, "did": r.did, "differences": list(r.differences), "settled": r.settled,
                       "code": r.code, "model": model_view(states[r.index], cfg)}
             for r in rows if 0 <= r.index < len(states)}

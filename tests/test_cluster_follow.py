@@ -1,8 +1,9 @@
 """The model follows a recorded cluster run (traces/real_runs.py) and explains what the running
-code broke (rmqcheck/commands/cluster_runs.py). The runs in tests/data/cluster-runs/ were recorded by `rmqcheck
-cluster --config durable` on the snapshot tree (seeds 2 and 7): each operation's record, the
-invariants the running code broke on the way, and for seed 7 the client history and the brokers'
-epoch files. No JVM runs here."""
+code broke (rmqcheck/commands/cluster_runs.py). The runs durable-seed-2 and durable-seed-7 in
+tests/data/cluster-runs/ were recorded by `rmqcheck cluster --config durable` on the snapshot
+tree, before the records held each broker's view: each operation's record, the invariants the
+running code broke on the way, and for seed 7 the client history and the brokers' epoch files.
+No JVM runs here."""
 
 from __future__ import annotations
 
@@ -13,19 +14,20 @@ from pathlib import Path
 from rmqcheck.checkers.search.hunting import SNAPSHOT_DEFECT, UNEXPLAINED
 from rmqcheck.commands.cluster_runs import explain
 from rmqcheck.model import configs
-from rmqcheck.traces import real_runs as follow
+from rmqcheck.traces import real_runs
+from rmqcheck.traces.run_records import read_steps
 
 RUNS = Path(__file__).parent / "data" / "cluster-runs"
 DURABLE = configs.load("durable")
 
 
 def records(seed: int) -> list[dict]:
-    return follow.read_steps(RUNS / f"durable-seed-{seed}")
+    return read_steps(RUNS / f"durable-seed-{seed}")
 
 
 def test_a_recorded_run_is_followed_to_its_end_with_a_model_send_for_each_put_the_code_took():
     recs = records(2)
-    followed = follow.follow(DURABLE, recs)
+    followed = real_runs.follow(DURABLE, recs)
     assert followed.stopped is None
     took = [r["step"] for r in recs if r["op"] == "put" and r["result"].startswith("to broker")]
     assert [at for at, a in zip(followed.steps, followed.actions) if a[0] == "send"] == took
@@ -60,13 +62,13 @@ def test_a_record_the_model_contradicts_is_not_followed():
     recs = records(2)
     elected = next(r for r in recs if r["controller"]["master"] == 2)
     elected["controller"] = {**elected["controller"], "master": 1}
-    stopped = follow.follow(DURABLE, recs).stopped
-    assert stopped is not None and stopped.step == elected["step"] and "master: code 1, model 2" in stopped.why
+    stopped = real_runs.follow(DURABLE, recs).stopped
+    assert stopped is not None and stopped.step == elected["step"] and "controller master: model 2, code 1" in stopped.why
 
     recs = records(2)
     put = next(r for r in recs if r["op"] == "put" and r["result"] == "to broker 1")
     put["result"] = "to broker 2"  # broker 2 is the model's slave there
-    stopped = follow.follow(DURABLE, recs).stopped
+    stopped = real_runs.follow(DURABLE, recs).stopped
     assert stopped is not None and stopped.step == put["step"] and "broker 2 took a put on the code" in stopped.why
 
 
@@ -87,8 +89,8 @@ def test_a_power_loss_that_lost_the_epoch_files_is_followed_and_one_that_reverte
     recs = records(7)
     loss = next(r for r in recs if r["op"] == "power_loss")
     loss["epoch_files"] = "lost"
-    followed = follow.follow(DURABLE, recs)
+    followed = real_runs.follow(DURABLE, recs)
     assert ("lose_epoch_file", 1) in [a for at, a in zip(followed.steps, followed.actions) if at == loss["step"]]
     loss["epoch_files"] = "reverted"
-    stopped = follow.follow(DURABLE, recs).stopped
+    stopped = real_runs.follow(DURABLE, recs).stopped
     assert stopped is not None and stopped.step == loss["step"] and "older version" in stopped.why

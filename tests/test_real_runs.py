@@ -21,13 +21,15 @@ only where the code did."""
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 from pathlib import Path
 
 import pytest
 
 from rmqcheck.cli import main
-from rmqcheck.traces import real_runs
+from rmqcheck.traces import real_runs, run_records
+from rmqcheck.traces.schema import TraceError
 from rmqcheck.traces.validate import discover, validate_local
 
 RUNS = Path(__file__).parent / "data" / "cluster-runs"
@@ -36,7 +38,7 @@ EXPLAINED, GAP, ASYNC = RUNS / "durable3-seed-11", RUNS / "durable3-seed-12", RU
 
 def follow(folder: Path, changed: tuple[int, tuple[str, ...], object] | None = None):
     """The model's path of the recorded run, with one field of one step's record changed."""
-    cfg, records = real_runs.read_run(folder)
+    cfg, records = run_records.read_run(folder)
     if changed is not None:
         step, (*keys, last), value = changed
         record = records[step - 1]
@@ -54,6 +56,14 @@ def test_every_step_of_a_recorded_run_is_explained_the_first_by_the_search():
     assert len(alters) == 3 and first.index(("ha_read_ack", 3)) < alters[0]  # both expansions before either is sent
 
 
+def test_without_alter_uses_epochs_at_send_the_start_of_the_run_is_not_explained():
+    """The race the search finds is that snapshot defect's (docs/findings/alter_uses_epochs_at_send.md):
+    in its intended form the second expansion is fenced, and no order gives SyncStateSet epoch 4."""
+    cfg, records = run_records.read_run(EXPLAINED)
+    stopped = real_runs.follow(cfg._replace(bugs=cfg.bugs - {"alter_uses_epochs_at_send"}), records, views=True).stopped
+    assert stopped is not None and stopped.step == 1 and "controller syncStateSetEpoch: model 3, code 4" in stopped.why
+
+
 def test_without_the_search_the_first_step_is_not_explained(monkeypatch):
     """The search is what explains the start: with none, the fixed order gives SyncStateSet epoch 3."""
     monkeypatch.setattr(real_runs, "GAP_STATES", 1)
@@ -66,7 +76,7 @@ def test_a_view_the_model_cannot_reach_stops_the_run_there_naming_the_field():
     code's own steps shows it, since the master's confirmOffset needs that slave's ack."""
     f = follow(EXPLAINED, (4, ("view", "brokers", "2", "messages"), []))
     assert f.stopped is not None and f.stopped.step == 4 and f.explained == 3
-    assert "broker 2 messages: model ['m1'], code []" in f.stopped.why and "states searched" in f.stopped.why
+    assert "broker 2 messages: model ['m1'], code []" in f.stopped.why and "states, all of them)" in f.stopped.why
 
 
 def test_a_power_loss_under_async_flush_is_explained_by_the_recorded_flushes():
@@ -78,7 +88,7 @@ def test_a_power_loss_under_async_flush_is_explained_by_the_recorded_flushes():
 def test_without_the_flushed_positions_the_async_power_loss_is_not_explained():
     """A record without them (as recorded before) leaves the fixed order flushing at once: the
     model then keeps m5-m7 across the power loss and the restarted master's view differs."""
-    cfg, records = real_runs.read_run(ASYNC)
+    cfg, records = run_records.read_run(ASYNC)
     for record in records:
         for broker in record["view"]["brokers"].values():
             if isinstance(broker, dict):
@@ -88,7 +98,7 @@ def test_without_the_flushed_positions_the_async_power_loss_is_not_explained():
 
 
 def test_the_model_gap_of_a_removal_proposed_twice_is_reported_at_its_step():
-    violations, steps, explained = real_runs.judge_run(str(GAP))
+    violations, steps, explained = run_records.judge_run(str(GAP))
     assert (steps, explained) == (40, 6)
     (v,) = violations
     assert v.check == "real_run_conformance" and v.run == "durable3-seed-12" and v.subject == "step 7 (isolate_ha)"
@@ -107,10 +117,45 @@ def test_validate_counts_the_steps_explained_and_fails_on_the_one_that_is_not(tm
     assert code == 1 and "2 recorded cluster runs (46 of 80 steps explained by the model)" in text, text
 
 
+def _damaged(change) -> str:
+    """durable3-seed-11's steps.jsonl with its third record changed by `change` (a put)."""
+    records = [json.loads(line) for line in (EXPLAINED / "steps.jsonl").read_text().splitlines()]
+    change(records[3])
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+@pytest.mark.parametrize("change,where", [
+    (lambda r: r["view"]["brokers"]["1"].pop("epochs"), "line 4: view of broker 1 must be"),
+    (lambda r: r["view"]["controller"].pop("syncStateSetEpoch"), "line 4: view's controller must hold"),
+    (lambda r: r["view"]["brokers"].pop("3"), "line 4: view must show brokers 1 to 3"),
+    (lambda r: r.update(view=[]), "line 4: view must be an object"),
+    (lambda r: r.update(result="to broker x"), "line 4: result 'to broker x' does not name a broker"),
+    (lambda r: r.pop("arg"), "line 4: a put needs its queue"),
+    (lambda r: r.update(arg="0"), "line 4: arg must be an integer or null"),
+])
+def test_a_record_of_the_wrong_shape_is_bad_input_before_the_model_follows_it(tmp_path, change, where):
+    run = shutil.copytree(EXPLAINED, tmp_path / "run")
+    (run / "steps.jsonl").write_text(_damaged(change))
+    with pytest.raises(TraceError) as error:
+        run_records.judge_run(str(run))
+    assert str(error.value).startswith(str(run / "steps.jsonl")) and where in str(error.value), error.value
+
+
+def test_a_run_record_written_is_read_back_and_a_trace_error_pickles_whole(tmp_path):
+    from rmqcheck.model import configs
+
+    cfg = configs.load("durable3")
+    run_records.write_run(tmp_path, cfg, 7, 30, 4)
+    (tmp_path / "steps.jsonl").write_text('{"step": 1, "op": "round", "result": "master 1"}\n')
+    assert run_records.read_run(tmp_path) == (cfg, [{"step": 1, "op": "round", "result": "master 1", "line": 1}])
+    error = pickle.loads(pickle.dumps(TraceError("a/steps.jsonl", "line 3", "bad")))  # a Spark task returns it
+    assert (error.path, error.where, error.what) == ("a/steps.jsonl", "line 3", "bad")
+
+
 @pytest.mark.parametrize("file,text,where", [
     ("run.json", "{not json", "run.json: file: not a run record"),
     ("run.json", json.dumps({"kind": "something else"}), 'its "kind" must be'),
-    ("run.json", json.dumps({"kind": real_runs.RUN_KIND, "config": {"brokers": "three"}}), "run.json: config: config"),
+    ("run.json", json.dumps({"kind": run_records.RUN_KIND, "config": {"brokers": "three"}}), "run.json: config: config"),
     ("steps.jsonl", '{"step": 1, "op": "round"}\n{"step": 2, "op"\n', "steps.jsonl: line 2: not JSON"),
     ("steps.jsonl", '{"step": 1, "op": "round"}\n{"op": "put"}\n', "steps.jsonl: line 2: a record needs"),
     ("steps.jsonl", "\n", "steps.jsonl: file: no recorded step"),

@@ -211,20 +211,21 @@ def test_both_engines_stop_at_the_same_bad_record_or_skip_the_same_ones(tmp_path
 
 
 @pytest.mark.heavy
-def test_a_damaged_cluster_run_record_stops_both_engines_alike(tmp_path, spark):
+def test_a_damaged_cluster_run_record_stops_both_engines_alike(tmp_path, spark, monkeypatch):
     """A recorded cluster run is judged in a Spark task (traces/real_runs.py); its bad input comes
-    back to the driver as the local engine's error, word for word."""
+    back to the driver as the local engine's error, word for word (the path as given, relative)."""
     from rmqcheck.traces.spark import validate_spark
 
     run = shutil.copytree(Path(__file__).parent / "data" / "cluster-runs" / "durable3-seed-11", tmp_path / "run")
     lines = (run / "steps.jsonl").read_text().splitlines()
     (run / "steps.jsonl").write_text("\n".join(lines[:5] + ['{"step": 6, "op"'] + lines[6:]) + "\n")
-    inputs = discover([str(run)])
+    monkeypatch.chdir(tmp_path)
+    inputs = discover(["run"])
     with pytest.raises(TraceError) as local_error:
         validate_local(inputs)
     with pytest.raises(TraceError) as spark_error:
         validate_spark(inputs, spark=spark)
-    assert str(local_error.value) == str(spark_error.value) and "steps.jsonl: line 6: not JSON" in str(local_error.value)
+    assert str(local_error.value) == str(spark_error.value) and str(local_error.value).startswith("run/steps.jsonl: line 6: not JSON")
 
 
 # --- OpenChaos ---------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ any of the code's own steps, to a state that does.
 
 The path follows the run while the two agree: the broker that took each put was a master in the
 model too, the consumer read as many messages, and after each operation the controller (and, with
-`views`, every broker) shows the same. The first step neither the fixed order nor the search
-explains stops it, saying why and which fields differ; `judge_run` reports it as a conformance
+`views`, every broker) shows the same. A put, read or route the model contradicts stops it at
+once; any other step that neither the fixed order nor the search explains stops it too, saying
+why and which fields differ. traces/run_records.py's `judge_run` reports that as a conformance
 violation with the share of the run's steps explained. The steps after it are not judged: the
 model's state there is unknown. One path is kept, never more: a later step that only another
 order of an earlier gap explains is not explained (a bound, said in docs/cluster.md).
@@ -29,24 +30,15 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple
 
 from rmqcheck.model import commitlog as cl
 from rmqcheck.model.broker import MASTER, SLAVE
 from rmqcheck.model.config import NO_FAULTS, Config
-from rmqcheck.model.configs import ConfigError, from_dict, to_dict
-from rmqcheck.model.observed import differences, minority_side, model_view
+from rmqcheck.model.observed import controller_view, differences, minority_side, model_view
 from rmqcheck.model.step import Action, NotEnabled, initial_state, step
 from rmqcheck.model.world import State, reaches_controller
 
-from .history import Violation
-from .schema import TraceError
-
-STEPS = "steps.jsonl"
-RUN = "run.json"  # the run's configuration, seed and length
-RUN_KIND = "rmqcheck cluster run record"
-CHECKS = ("real_run_conformance",)
 READ_AT_ONCE = 32  # messages one read of the harness's asks for
 QUIET_AFTER = 2000  # model steps in one quiet-down at most (a run's whole transfer takes far fewer)
 GAP_STATES = 20_000  # states the search of one gap may visit
@@ -77,6 +69,14 @@ class Followed(NamedTuple):
     searched: int  # of those, the steps a search explained (the fixed order did not)
 
 
+class Searched(NamedTuple):
+    path: list[tuple[Action, bool]] | None  # each action with whether it is the code's own; None: none found
+    state: State | None
+    checked: dict[int, int] | None
+    visited: int  # states the search visited
+    exhausted: bool  # it visited every state it could reach (not stopped by GAP_STATES)
+
+
 class _Stop(Exception):
     pass
 
@@ -92,14 +92,13 @@ class _Follower:
     not hold itself: HA links cut or blackholed, and RPC policies (the model's partition holds a
     minority's)."""
 
-    def __init__(self, cfg: Config, views: bool) -> None:
+    def __init__(self, cfg: Config, views: bool, eager_flush: bool) -> None:
         self.cfg = cfg
         self.views = views
         self.s: State = initial_state(cfg)
         self.actions: list[Action] = []
         self.steps: list[int] = []
         self.own: list[bool] = []  # per action: the code's own step (taken in a quiet), not the operation's
-        self.quieting = False
         self.at = 0  # the recorded step being followed
         self.silent: set[frozenset[int]] = set()  # broker pairs whose HA traffic is cut or blackholed
         self.rpc: dict[int, str] = {}  # broker -> DROP or LOSE_ANSWER
@@ -109,7 +108,8 @@ class _Follower:
         self.names: dict[int, str] = {}  # the model's message id -> the client's name of it
         # The fixed order flushes at once, unless the record shows where the code's ASYNC_FLUSH
         # service (which waits for 4 dirty pages, or 10 s) flushed: then only a search flushes.
-        self.eager_flush = True
+        self.eager_flush = eager_flush
+        self.kill9: set[int] = set()  # indices into `actions` of crashes that keep the page cache
 
     def do(self, action: Action, seen: set[State] | None = None) -> bool:
         """Apply `action` if it is enabled and leads somewhere new (not back to the state, nor to
@@ -123,7 +123,7 @@ class _Follower:
         self.s = nxt
         self.actions.append(action)
         self.steps.append(self.at)
-        self.own.append(self.quieting)
+        self.own.append(False)
         return True
 
     def lost(self, b: int) -> int:
@@ -141,18 +141,31 @@ class _Follower:
         return master is None or frozenset({slave, master}) not in self.silent
 
     def quiet(self) -> None:
-        """What the code does by itself until nothing new happens (harness.Cluster.settle): a
-        step back to a state already passed (a slave's periodic ack the master has read
-        already) is not taken."""
-        seen = {self.s}
-        self.quieting = True
-        try:
-            for _ in range(QUIET_AFTER):
-                if not any(self.do(a, seen) for a in self._own_steps(self.s, self.checked, fixed=True)):
-                    return
-                seen.add(self.s)
-        finally:
-            self.quieting = False
+        """What the code does by itself until nothing new happens (harness.Cluster.settle), in
+        the fixed order."""
+        path, self.s, self.checked = self._rest(self.s, self.checked)
+        self.actions += path
+        self.steps += [self.at] * len(path)
+        self.own += [True] * len(path)
+
+    def _rest(self, s: State, checked: dict[int, int]) -> tuple[list[Action], State, dict[int, int]]:
+        """The fixed order of the code's own steps from `s` until nothing new happens: a step
+        back to a state already passed (a slave's periodic ack the master has read already) is
+        not taken. _Stop when it does not come to rest, or a dropped AlterSyncStateSet waits."""
+        checked, path, seen = dict(checked), [], {s}
+        for _ in range(QUIET_AFTER):
+            for a in self._own_steps(s, checked, fixed=True):
+                try:
+                    nxt = step(s, a, self.cfg)
+                except NotEnabled:
+                    continue
+                if nxt not in seen:
+                    s = nxt
+                    path.append(a)
+                    seen.add(s)
+                    break
+            else:
+                return path, s, checked
         raise _Stop("the model does not come to rest")
 
     def _own_steps(self, s: State, checked: dict[int, int], fixed: bool = False) -> Iterable[Action]:
@@ -186,34 +199,49 @@ class _Follower:
             if self.eager_flush or not fixed:
                 yield ("flush", i)
 
-    def search(self, start: State, checked: dict[int, int], script: list[Action], shows: Callable[[State], bool]):
-        """The shortest path from `start` that takes the operation's own actions (`script`) in
-        their order, interleaved with any of the code's own steps, to a state that `shows` what
-        the record shows, within GAP_STATES states: (path, state, checked), each action of the
-        path paired with whether it is the code's own; (None, states visited) when there is none.
-        The faults in force are the operation's after it (a bound: an HA link the operation cuts
-        is cut for the own steps before it too)."""
+    def search(self, start: State, checked: dict[int, int], script: list[tuple[Action, bool]],
+               shows: Callable[[State], bool]) -> Searched:
+        """The shortest path from `start` that takes the operation's own actions (`script`, each
+        with whether it is a kill -9, whose kept bytes are the page cache where it is taken) in
+        their order, interleaved with any of the code's own steps, to a state that shows what
+        the record shows (`shows`) and no AlterSyncStateSet the model cannot drop, within
+        GAP_STATES states. That state need not be one the fixed order rests in: the code too
+        leaves work for later when the harness finds it quiet (a slave's periodic ack, sent
+        every 5 s), and what is left the next gap's search may take before its operation. The
+        faults in force are the operation's after it (a bound: an HA link the operation cuts is
+        cut for the own steps before it too)."""
         queue = deque([(start, 0, checked, [])])
         seen = {(start, 0)}
         while queue and len(seen) < GAP_STATES:
             s, pos, done, path = queue.popleft()
-            if pos == len(script) and shows(s):
-                return path, s, done
+            if pos == len(script) and shows(s) and not self._dropped_alter_waits(s):
+                return Searched(path, s, done, len(seen), False)
             moves = [(a, True) for a in self._own_steps(s, dict(done))]
             if pos < len(script):
-                moves.append((script[pos], False))
+                a, kill9 = script[pos]
+                moves.append((("crash", a[1], cl.unflushed(s.broker(a[1]).log)) if kill9 else a, False))
             for a, own in moves:
                 try:
                     nxt = step(s, a, self.cfg)
                 except NotEnabled:
                     continue
                 key = (nxt, pos + (not own))
-                if (own and nxt == s) or key in seen:
+                if key in seen:
                     continue
                 seen.add(key)
-                marked = {**done, a[1]: nxt.broker(a[1]).master_epoch} if a[0] == "check_sss" else done
+                if a[0] == "check_sss":
+                    marked = {**done, a[1]: nxt.broker(a[1]).master_epoch}
+                elif a[0] in ("crash", "restart"):  # a new process: its first changeToMaster checks again
+                    marked = {b: e for b, e in done.items() if b != a[1]}
+                else:
+                    marked = done
                 queue.append((nxt, key[1], marked, path + [(a, own)]))
-        return None, len(seen)
+        return Searched(None, None, None, len(seen), not queue)
+
+    def _dropped_alter_waits(self, s: State) -> bool:
+        """An AlterSyncStateSet waits that the code dropped on its way where the model's broker
+        reaches the controller (the model fails one only across its partition)."""
+        return any(b.up and b.alters and not self.sends_rpcs(b.id) and reaches_controller(s, b.id) for b in s.brokers)
 
     def master(self) -> int | None:
         return self.s.ctrl.applied.master
@@ -276,7 +304,8 @@ class _Follower:
             self.checked.pop(b, None)  # a new process: its first changeToMaster checks again
         if op in ("crash", "power_loss"):
             keep = cl.unflushed(self.s.broker(b).log) if op == "crash" else 0
-            self.do(("crash", b, keep))  # kill -9 keeps the page cache; power loss keeps what was flushed
+            if self.do(("crash", b, keep)) and op == "crash":  # kill -9 keeps the page cache; power loss what was flushed
+                self.kill9.add(len(self.actions) - 1)
             epoch_files = record.get("epoch_files", "kept")
             if epoch_files == "lost":
                 self.do(("lose_epoch_file", b))
@@ -349,11 +378,11 @@ class _Follower:
         code = record.get("controller") or {}
         if not code.get("exists", True):
             return []
-        c = s.ctrl.applied
-        model = {"master": c.master, "master_epoch": c.master_epoch, "sss": sorted(c.sss)}
-        theirs = {"master": code.get("master"), "master_epoch": code.get("master_epoch"),
-                  "sss": sorted(code.get("sss") or [])}
-        return [f"controller {k}: code {theirs[k]}, model {model[k]}" for k in model if theirs[k] != model[k]]
+        fields = ("master", "masterEpoch", "syncStateSet")  # older records' epochs of the set are not comparable
+        model = model_view(s, self.cfg)["controller"]
+        theirs = controller_view(code)
+        return differences({"brokers": {}, "controller": {f: model[f] for f in fields}},
+                           {"brokers": {}, "controller": {f: theirs[f] for f in fields}})
 
     def end_step(self, record: dict[str, Any], before: tuple[State, dict[int, int], int]) -> bool:
         """The quiet that ends a step; when that does not show what the record shows, the search
@@ -367,15 +396,21 @@ class _Follower:
         if not diffs:
             return False
         start, checked, taken = before
-        script = [a for a, own in zip(self.actions[taken:], self.own[taken:]) if not own]
-        path, *found = self.search(start, checked, script, lambda s: not self.mismatch(s, record))
-        if path is None:
-            raise _Stop("; ".join(diffs) + f" (nor in any order of the code's own steps: {found[0]:,} states searched)")
-        self.s, self.checked = found
+        script = [(a, i in self.kill9) for i, (a, own) in enumerate(zip(self.actions, self.own)) if i >= taken and not own]
+        found = self.search(start, checked, script, lambda s: not self.mismatch(s, record))
+        if found.path is None:
+            searched = "all of them" if found.exhausted else f"the first {found.visited:,}; the search stops there"
+            raise _Stop("; ".join(diffs) + f" (nor in another order of the code's own steps: {found.visited:,} states, "
+                                           f"{searched})")
+        self.s, self.checked = found.state, found.checked
         del self.actions[taken:], self.steps[taken:], self.own[taken:]
-        self.actions += [a for a, _ in path]
-        self.own += [own for _, own in path]
-        self.steps += [self.at] * len(path)
+        self.kill9 = {i for i in self.kill9 if i < taken}
+        for a, own in found.path:
+            if a[0] == "crash" and not own and a[2]:
+                self.kill9.add(len(self.actions))
+            self.actions.append(a)
+            self.own.append(own)
+            self.steps.append(self.at)
         return True
 
 
@@ -397,8 +432,7 @@ def follow(cfg: Config, records: list[dict[str, Any]], views: bool = False) -> F
     """The model's path of a recorded run (module docstring); with `views`, judged against every
     broker's recorded view too."""
     cfg = room_for(cfg, records)
-    f = _Follower(cfg, views)
-    f.eager_flush = cfg.sync_flush or not (views and _shows_flushed(records))
+    f = _Follower(cfg, views, eager_flush=cfg.sync_flush or not (views and _shows_flushed(records)))
     stopped = None
     explained = searched = 0
     op = "start"
@@ -414,67 +448,3 @@ def follow(cfg: Config, records: list[dict[str, Any]], views: bool = False) -> F
     except _Stop as exc:
         stopped = NotFollowed(f.at, op, str(exc))
     return Followed(cfg, f.actions, f.steps, stopped, explained, searched)
-
-
-# --- a run's folder, for `rmqcheck validate` -------------------------------------------------------
-
-
-def write_run(folder: Path, cfg: Config, seed: int, steps: int, faults: int) -> None:
-    """A recorded run's run.json: what `judge_run` needs beside its steps."""
-    record = {"kind": RUN_KIND, "config": to_dict(cfg), "seed": seed, "steps": steps, "faults": faults}
-    (Path(folder) / RUN).write_text(json.dumps(record) + "\n")
-
-
-def read_steps(folder: Path) -> list[dict[str, Any]]:
-    """steps.jsonl's records; a line that is not a JSON object with a step and an op is a TraceError."""
-    path = Path(folder) / STEPS
-    out = []
-    try:
-        lines = path.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TraceError(str(path), "file", f"cannot be read: {exc}") from None
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise TraceError(str(path), f"line {n}", f"not JSON: {exc}") from None
-        if not isinstance(record, dict) or not isinstance(record.get("step"), int) or not isinstance(record.get("op"), str):
-            raise TraceError(str(path), f"line {n}", "a record needs an integer step and an op")
-        out.append(record)
-    return out
-
-
-def read_run(folder: Path) -> tuple[Config, list[dict[str, Any]]]:
-    """A run's configuration (run.json) and its records (steps.jsonl); TraceError on bad input."""
-    path = Path(folder) / RUN
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise TraceError(str(path), "file", f"not a run record: {exc}") from None
-    if not isinstance(data, dict) or data.get("kind") != RUN_KIND:
-        raise TraceError(str(path), "file", f'not a run record (its "kind" must be "{RUN_KIND}")')
-    try:
-        cfg = from_dict(data.get("config"), "config")
-    except ConfigError as exc:
-        raise TraceError(str(path), "config", str(exc)) from None
-    records = read_steps(folder)
-    if not records:
-        raise TraceError(str(Path(folder) / STEPS), "file", "no recorded step")
-    return cfg, records
-
-
-def judge_run(folder: str) -> tuple[list[Violation], int, int]:
-    """The run's conformance violation (the first step the model cannot explain, none when it
-    explains every one), its recorded steps, and how many the model explains."""
-    root = Path(folder)
-    cfg, records = read_run(root)
-    f = follow(cfg, records, views=True)
-    found = []
-    if f.stopped is not None:
-        s = f.stopped
-        found.append(Violation("real_run_conformance", root.name, f"step {s.step} ({s.op})", 1,
-                               f"the model explains {f.explained} of {len(records)} recorded steps; at step {s.step} "
-                               f"({s.op}): {s.why}"))
-    return found, len(records), f.explained

@@ -37,7 +37,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from rmqcheck.model.world import IN_SYNC_REPLICAS_NOT_ENOUGH, PUT_OK
 
-from . import history, logs, real_runs, stores
+from . import history, logs, run_records, stores
 from .conformance import replay_table
 from .files import BadRecord, parquet_file, parquet_location, read_file, read_table
 from .openchaos import count_records, read_history
@@ -376,10 +376,10 @@ def history_violations(h: DataFrame, ends: DataFrame) -> DataFrame:
 
 
 def _judge_run(path: str):
-    """real_runs.judge_run in a task; its bad input comes back as the TraceError, raised on the
+    """run_records.judge_run in a task; its bad input comes back as the TraceError, raised on the
     driver (an exception in a task would reach it as Spark's error)."""
     try:
-        return real_runs.judge_run(path)
+        return run_records.judge_run(path)
     except TraceError as exc:
         return exc
 
@@ -452,9 +452,9 @@ def validate_spark(inputs: Inputs, skip: bool = False, master: str | None = None
         sc = spark.sparkContext
         runs = [str(Path(p).resolve()) for p in inputs.real_runs]
         judged = sc.parallelize(runs, min(len(runs), 4 * sc.defaultParallelism)).map(_judge_run).collect()
-        bad_run = next((j for j in judged if isinstance(j, TraceError)), None)
-        if bad_run is not None:
-            raise bad_run
+        for resolved, given, j in zip(runs, inputs.real_runs, judged):
+            if isinstance(j, TraceError):  # named as the local engine names it: by the path given
+                raise TraceError(given + j.path[len(resolved):] if j.path.startswith(resolved) else j.path, j.where, j.what)
         violations += [v for found, _, _ in judged for v in found]
         units["real_run_steps"] = sum(steps for _, steps, _ in judged)
         units["real_run_steps_explained"] = sum(explained for _, _, explained in judged)

@@ -5,7 +5,7 @@ Inputs under the given paths: v1 event traces (`*.ndjson`, `*.parquet`), OpenCha
 `epochFileCheckpoint`), sets of RocketMQ's logs (`broker.log`, `store.log`,
 `controller.log`, a folder a node) and recorded runs of the cluster (a folder holding `run.json`).
 Four check families: conformance (of a model walk's trace: traces/conformance.py; of a recorded
-cluster run: traces/real_runs.py), client history (traces/history.py), store artefacts
+cluster run: traces/real_runs.py, traces/run_records.py), client history (traces/history.py), store artefacts
 (traces/stores.py) and logs (traces/logs.py). The Spark engine (traces/spark.py) must return the
 same Report, violation for violation.
 """
@@ -22,14 +22,14 @@ from typing import Callable, Iterable, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import history, logs, openchaos, real_runs, stores
+from . import history, logs, openchaos, run_records, stores
 from .conformance import RunVerdict, replay_table
 from .files import FORMATS, BadRecord, read_table
 from .history import Violation
 from .schema import TraceError
 
 FAMILIES: dict[str, tuple[str, ...]] = {
-    "conformance": ("conformance", *real_runs.CHECKS),
+    "conformance": ("conformance", *run_records.CHECKS),
     "history": history.CHECKS,
     "stores": stores.CHECKS,
     "logs": logs.CHECKS,
@@ -100,7 +100,7 @@ def discover(paths: Iterable[str]) -> Inputs:
                 hist.add(str(f))
             elif logs.FILES.fullmatch(f.name):
                 log_sets.add(str(f.parent.parent))
-            elif f.name == real_runs.RUN:
+            elif f.name == run_records.RUN:
                 runs.add(str(f.parent))
         if len(traces) + len(hist) + len(sets) + len(log_sets) + len(runs) == before:
             raise TraceError(name, "path", "no traces (.ndjson/.parquet), OpenChaos histories, epoch files, "
@@ -234,7 +234,7 @@ def validate_local(inputs: Inputs, skip: bool = False, progress: Progress | None
     seconds["logs"] = time.perf_counter() - t
     t = time.perf_counter()
     for run in inputs.real_runs:
-        found, steps, explained = real_runs.judge_run(run)
+        found, steps, explained = run_records.judge_run(run)
         violations += found
         units["real_run_steps"] += steps
         units["real_run_steps_explained"] += explained

@@ -1,7 +1,7 @@
 """What the cluster shows after a step, in the terms of the model's view (model/observed.py:
-per broker its role, masterEpoch, the messages its commit log holds, its confirmOffset and epoch
-entries counted in messages, on a master its SyncStateSet; the controller's master, epoch and
-SyncStateSet); what the client was told; and what the running code shows of the model's
+per broker its role, masterEpoch, the messages its commit log holds, its confirmOffset, flushed
+position and epoch entries counted in messages, on a master its SyncStateSet; the controller's
+master, epoch and SyncStateSet); what the client was told; and what the running code shows of the model's
 invariants (`x` is replay.py's Context: the cluster, the history, the outcomes the client
 received)."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from rmqcheck.invariants.catalogue import attributed
 from rmqcheck.model.broker import MASTER
-from rmqcheck.model.observed import in_messages, starts_before
+from rmqcheck.model.observed import controller_view, in_messages, starts_before
 from rmqcheck.model.world import PENDING, State
 
 
@@ -34,10 +34,7 @@ def cluster_view(states: dict[int, dict[str, Any] | None], controller: dict[str,
             "epochs": [(int(e[0]), starts_before(int(e[1]), spans)) for e in st.get("epochs", [])],
             "syncStateSet": sorted(int(i) for i in st.get("rm_sss", [])) if role == MASTER else None,
         }
-    return {"brokers": brokers,
-            "controller": {"master": controller.get("master"), "masterEpoch": controller.get("master_epoch"),
-                           "syncStateSet": sorted(int(i) for i in controller.get("sss", [])),
-                           "syncStateSetEpoch": controller.get("sss_epoch")}}
+    return {"brokers": brokers, "controller": controller_view(controller)}
 
 
 # --- what the client saw ----------------------------------------------------------------------------

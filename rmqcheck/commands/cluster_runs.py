@@ -30,8 +30,9 @@ from rmqcheck.model.config import Config
 from rmqcheck.model.epochfile import disagreement
 from rmqcheck.model.world import State
 from rmqcheck.outputs import check_folder, output_folder
-from rmqcheck.traces import logs, real_runs
-from rmqcheck.traces.real_runs import Followed, follow, read_steps
+from rmqcheck.traces import logs, run_records
+from rmqcheck.traces.real_runs import Followed, follow
+from rmqcheck.traces.run_records import read_steps
 from rmqcheck.traces.validate import discover, validate_local
 
 from .common import UsageError, out
@@ -44,14 +45,14 @@ CHECK_INVARIANT = {"lost_ack": "I1", "read_truncated": "I3", "epoch_agreement": 
 # handshake finds no consistent point retries for ever (consistent_point; validate reports it too).
 # A step of the run the model cannot explain (real_run_conformance) is about the model, not the
 # code's guarantees: shown with the run, and failing `rmqcheck validate` of the run's folder.
-REPORTED_ONLY = {"duplicate", "consistent_point", *logs.REPORTED, *real_runs.CHECKS}
+REPORTED_ONLY = {"duplicate", "consistent_point", *logs.REPORTED, *run_records.CHECKS}
 
 
 def record_run(cfg: Config, seed: int, folder: Path, steps: int, faults: int, src: str | None) -> RunResult:
     """One seeded run on the cluster (checkers/cluster/run.py), with the run.json that lets
     `rmqcheck validate` follow its record on the model (traces/real_runs.py)."""
     folder.mkdir(parents=True, exist_ok=True)
-    real_runs.write_run(folder, cfg, seed, steps, faults)
+    run_records.write_run(folder, cfg, seed, steps, faults)
     return run_once(cfg, seed, folder, steps, faults, src)
 
 
@@ -165,7 +166,7 @@ def invariant_of(judged_by: str) -> str:
 def _breaks(cfg: Config, records: list[dict[str, Any]], wanted: frozenset[str]) -> tuple[Followed, dict[str, int]]:
     """The model's path of the run under `cfg`, and the recorded step at which it first breaks
     each of `wanted` (only those it breaks): an invariant of the catalogue, or a store check."""
-    followed = follow(cfg, records)
+    followed = follow(cfg, records, views=True)  # every broker's view too, where the record holds them
     r = replay(followed.cfg, followed.actions, wanted - STORE_CHECKS.keys())  # every action was enabled where it stands
     first: dict[str, int] = {}
     for i, (s, vs) in enumerate(zip(r.states, r.violations)):
