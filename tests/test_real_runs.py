@@ -58,10 +58,11 @@ def test_every_step_of_a_recorded_run_is_explained_the_first_by_the_search():
 
 def test_without_alter_uses_epochs_at_send_the_start_of_the_run_is_not_explained(monkeypatch):
     """The race the search finds is that snapshot defect's (docs/findings/alter_uses_epochs_at_send.md):
-    in its intended form the second expansion is fenced, and no order gives SyncStateSet epoch 4
-    (the search with the defect finds it within 2,000 states; without, 20,000 find none)."""
-    monkeypatch.setattr(real_runs, "GAP_STATES", 2_000)
+    in its intended form the second expansion is fenced, and no order gives SyncStateSet epoch 4.
+    Both searched as far (8,000 states; with the defect the order is found by 5,000)."""
+    monkeypatch.setattr(real_runs, "GAP_STATES", 8_000)
     cfg, records = run_records.read_run(EXPLAINED)
+    assert real_runs.follow(cfg, records[:1], views=True).stopped is None
     stopped = real_runs.follow(cfg._replace(bugs=cfg.bugs - {"alter_uses_epochs_at_send"}), records, views=True).stopped
     assert stopped is not None and stopped.step == 1 and "controller syncStateSetEpoch: model 3, code 4" in stopped.why
 
