@@ -111,14 +111,13 @@ class _Follower:
         self.eager_flush = eager_flush
         self.kill9: set[int] = set()  # indices into `actions` of crashes that keep the page cache
 
-    def do(self, action: Action, seen: set[State] | None = None) -> bool:
-        """Apply `action` if it is enabled and leads somewhere new (not back to the state, nor to
-        one of `seen`)."""
+    def do(self, action: Action) -> bool:
+        """Apply one of the operation's actions if it is enabled and changes the state."""
         try:
             nxt = step(self.s, action, self.cfg)
         except NotEnabled:
             return False
-        if nxt == self.s or (seen is not None and nxt in seen):
+        if nxt == self.s:
             return False
         self.s = nxt
         self.actions.append(action)

@@ -24,7 +24,6 @@ RUN_KIND = "rmqcheck cluster run record"
 CHECKS = ("real_run_conformance",)
 
 
-
 def write_run(folder: Path, cfg: Config, seed: int, steps: int, faults: int) -> None:
     """A recorded run's run.json: what `judge_run` needs beside its steps."""
     record = {"kind": RUN_KIND, "config": to_dict(cfg), "seed": seed, "steps": steps, "faults": faults}
