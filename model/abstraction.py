@@ -35,7 +35,9 @@ assert Conn._fields[-1] == "last_transfer_time"
 assert PendingPut._fields.index("deadline") == 2
 assert LiveInfo._fields[0] == "last_update"
 assert Controller._fields == ("applied", "pending", "live", "grants", "before_last", "last_event")
-assert State._fields == ("now", "brokers", "ctrl", "cut", "msgs", "sends", "reads", "used", "ran", "consumer", "reports")
+assert State._fields == (
+    "now", "brokers", "ctrl", "cut", "off_controller", "msgs", "sends", "reads", "used", "ran", "consumer", "reports"
+)
 assert Message._fields[-1] == "writer" and SendRecord._fields[1] == ReadRecord._fields[-1] == "broker"
 assert Conn._fields[0] == "slave" and Client._fields[1] == "master"
 
@@ -151,9 +153,10 @@ class _Renamer:
 
     def rest(self, rest: tuple) -> tuple:
         """State fields from `cut` on."""
-        cut, msgs, sends, reads, used, ran, consumer, reports = rest
+        cut, off_controller, msgs, sends, reads, used, ran, consumer, reports = rest
         return (
             self.ids(cut),
+            self.ids(off_controller),
             tuple([_make(Message, m[:-1] + (self.id(m[-1]),)) for m in msgs]),
             tuple([_make(SendRecord, (x[0], self.id(x[1]), x[2])) for x in sends]),
             tuple([_make(ReadRecord, x[:3] + (self.id(x[3]),)) for x in reads]),
@@ -262,8 +265,8 @@ def canonical_key(s: State, cfg: Config, group: list[tuple[int, ...]], ghost: bo
     view = timeless(s, cfg, ghost)
     brokers = view[0]
     free = free_hashes(view)
-    cut = s.cut
-    sigs = tuple([(b[0] in cut, f) for b, f in zip(brokers, free)])
+    cut, off = s.cut, s.off_controller
+    sigs = tuple([(b[0] in cut, b[0] in off, f) for b, f in zip(brokers, free)])
     n = len(sigs)
     if len(group) == factorial(n) and len(set(sigs)) == n:
         # the full group, no ties: the one renaming that sorts the signatures

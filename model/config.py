@@ -32,6 +32,10 @@ class FaultBudget(NamedTuple):
     # A slave's HA client closes its connection while the master's end stays in its connection
     # list until it notices (the EOF or its housekeeping): the stale and the next connection coexist.
     lingering_connections: int = 1
+    # One broker's controller path down while its HA links work: its RPCs (heartbeats,
+    # AlterSyncStateSet, getReplicaInfo, register) fail; `heal` restores it. Off by default: the
+    # explored spaces are those of the partitions; recorded cluster runs cut it (isolate_controller).
+    controller_cuts: int = 0
 
     def total(self) -> int:
         return sum(self)

@@ -738,8 +738,22 @@ def rule_partition(s: State, cfg: Config, mask: int) -> State | None:
     return _use(s._replace(cut=group), "partitions")
 
 
+def rule_controller_cut(s: State, cfg: Config, b_id: int) -> State | None:
+    """One broker's controller path goes down while its HA links work (a lost route or a
+    firewall rule between the broker and the controller's host); a partition cuts HA links
+    too. Its RPCs fail: heartbeats stop, so the controller expires it, and its
+    AlterSyncStateSet fails (`alter_sss_fail`) while its slaves go on acking. Recorded cluster
+    runs do this (the nemesis's isolate_controller; docs/traces.md)."""
+    if b_id in s.off_controller or not _budget_left(s, cfg, "controller_cuts"):
+        return None
+    return _use(s._replace(off_controller=s.off_controller | {b_id}), "controller_cuts")
+
+
 def rule_heal(s: State, cfg: Config) -> State | None:
-    return s._replace(cut=frozenset()) if s.cut else None
+    """Every partition and controller path restored."""
+    if not (s.cut or s.off_controller):
+        return None
+    return s._replace(cut=frozenset(), off_controller=frozenset())
 
 
 def rule_hb_timeout(s: State, cfg: Config, b_id: int) -> State | None:
@@ -864,6 +878,7 @@ ACTIONS: dict[str, ActionKind] = {
     "ha_linger": ActionKind(("slave",), _settled(rule_ha_linger), "lingering_connections"),
     "ha_close_lingering": ActionKind(("slave",), _settled(rule_ha_close_lingering)),
     "partition": ActionKind(("mask",), _settled(rule_partition), "partitions"),
+    "controller_cut": ActionKind(("broker",), _settled(rule_controller_cut), "controller_cuts"),
     "hb_timeout": ActionKind(("broker",), _settled(rule_hb_timeout), "heartbeat_timeouts"),
     "admin_elect": ActionKind(("broker",), _settled(rule_admin_elect), "admin_elections"),
     "lose_epoch_file": ActionKind(("broker",), _settled(rule_lose_epoch_file), "epoch_file_losses"),
@@ -968,14 +983,16 @@ def candidates(s: State, cfg: Config) -> list[Action]:
         out.append(("controller_failover",))
     if _budget_left(s, cfg, "consumer_restarts"):
         out.append(("consumer_restart",))
-    if s.cut:
+    if s.cut or s.off_controller:
         out.append(("heal",))
-    elif _budget_left(s, cfg, "partitions"):
+    if not s.cut and _budget_left(s, cfg, "partitions"):
         out += [("partition", mask) for mask in range(1, 1 << cfg.brokers)]
     if _budget_left(s, cfg, "heartbeat_timeouts"):
         out += [("hb_timeout", i) for i in ids]
     if _budget_left(s, cfg, "admin_elections"):
         out += [("admin_elect", i) for i in ids]
+    if _budget_left(s, cfg, "controller_cuts"):
+        out += [("controller_cut", i) for i in ids if i not in s.off_controller]
     return out
 
 
@@ -1041,6 +1058,7 @@ def empty_cluster(cfg: Config) -> State:
         brokers=brokers,
         ctrl=ctl.Controller(applied=s_ctrl, live=(None,) * cfg.brokers),
         cut=frozenset(),
+        off_controller=frozenset(),
         msgs=(),
         sends=(),
         reads=(),

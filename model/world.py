@@ -39,6 +39,7 @@ class State(NamedTuple):
     brokers: tuple[Broker, ...]  # index = broker id - 1
     ctrl: Controller
     cut: frozenset[int]  # brokers partitioned away from the controller and the other brokers
+    off_controller: frozenset[int]  # brokers whose controller path alone is cut (their HA links work)
     msgs: tuple[Message, ...]  # every message ever written, index = id - 1
     sends: tuple[SendRecord, ...]
     reads: tuple[ReadRecord, ...]
@@ -72,4 +73,4 @@ def reachable(s: State, a: int, b: int) -> bool:
 
 
 def reaches_controller(s: State, b: int) -> bool:
-    return b not in s.cut
+    return b not in s.cut and b not in s.off_controller

@@ -16,7 +16,11 @@ steps.jsonl: what could be seen from outside the code after each operation). No 
 default-seed-41 (`rmqcheck cluster --config default --faults 4`, ASYNC_FLUSH): the master's flush
 service leaves m5-m7 unflushed (it waits for 4 dirty pages or 10 s), a power loss takes them, and
 the restarted master holds m1-m4. The views say how far each broker flushed, so the model flushes
-only where the code did."""
+only where the code did.
+
+isr2-seed-33 (`--config isr2 --faults 4`): the nemesis cuts master 1's controller path alone
+(isolate_controller, step 6) while its HA link works, and its AlterSyncStateSet fails. The model
+has that fault since it was asked to explain this run (`controller_cut`)."""
 
 from __future__ import annotations
 
@@ -28,12 +32,14 @@ from pathlib import Path
 import pytest
 
 from rmqcheck.cli import main
+from rmqcheck.model.step import ACTIONS
 from rmqcheck.traces import real_runs, run_records
 from rmqcheck.traces.schema import TraceError
 from rmqcheck.traces.validate import discover, validate_local
 
 RUNS = Path(__file__).parent / "data" / "cluster-runs"
 EXPLAINED, GAP, ASYNC = RUNS / "durable3-seed-11", RUNS / "durable3-seed-12", RUNS / "default-seed-41"
+CONTROLLER_CUT = RUNS / "isr2-seed-33"
 
 
 def follow(folder: Path, changed: tuple[int, tuple[str, ...], object] | None = None):
@@ -98,6 +104,19 @@ def test_without_the_flushed_positions_the_async_power_loss_is_not_explained():
                 del broker["flushed"]
     stopped = real_runs.follow(cfg, records, views=True).stopped
     assert stopped is not None and stopped.step == 28 and "broker 1 messages: model ['m1', 'm2', 'm3', 'm4', 'm5'" in stopped.why
+
+
+def test_a_controller_path_cut_alone_is_followed_as_the_model_s_controller_cut(monkeypatch):
+    """Pinned with scenarios/quirks/controller-path-cut-alone.scn. Before the model had the fault,
+    the run stopped at step 8: only a partition let an AlterSyncStateSet fail, and it cuts HA
+    links too."""
+    f = follow(CONTROLLER_CUT)
+    assert f.stopped is None and f.explained == 39
+    assert [a for a in f.actions if a[0] in ("controller_cut", "alter_sss_fail")] == \
+        [("controller_cut", 1), ("alter_sss_fail", 1), ("controller_cut", 2)]
+    monkeypatch.setitem(ACTIONS, "controller_cut", ACTIONS["controller_cut"]._replace(rule=lambda s, cfg, b: None))
+    stopped = follow(CONTROLLER_CUT).stopped
+    assert stopped.step == 8 and "AlterSyncStateSet was dropped on its way" in stopped.why
 
 
 def test_the_model_gap_of_a_removal_proposed_twice_is_reported_at_its_step():

@@ -9,7 +9,7 @@ import pytest
 
 from rmqcheck.checkers.search import liveness
 from rmqcheck.checkers.counterexamples.files import read
-from rmqcheck.checkers.counterexamples.replay import replay, reproduces, run_lenient
+from rmqcheck.checkers.counterexamples.replay import ReplayError, replay, reproduces, run_lenient
 from rmqcheck.invariants.catalogue import BY_ID, expected_ids
 from rmqcheck.model.broker import dispatch_behind, get_confirm_offset
 from rmqcheck.model.bugs import BY_NAME, SNAPSHOT, TOGGLES
@@ -92,3 +92,20 @@ def test_a_restarted_broker_with_no_role_confirms_for_no_one():
         assert end.broker(1).remote_sss == {2} and not end.broker(1).sss  # it proposed 2, holds none
         assert end.broker(1).confirm == 0 and end.broker(2).confirm == 0
         assert dispatch_behind(end.broker(2), cfg) == 0
+
+
+def test_a_broker_cut_from_the_controller_alone_cannot_shrink_to_itself():
+    """scenarios/quirks/ (from the real runs' isolate_controller): the master's HA link works, so
+    its put is acked; its AlterSyncStateSet fails, so it keeps proposing {1} with the set {1, 2}
+    and cannot ack alone after the controller elects broker 2. A partition could not show it:
+    it cuts the HA link too."""
+    cx = read(SCENARIOS / "quirks" / "controller-path-cut-alone.scn")
+    for cfg in (cx.config, cx.config._replace(bugs=SNAPSHOT)):
+        r = replay(cfg, cx.actions, frozenset(expected_ids(cfg)))
+        assert r.first() is None
+        end = r.states[-1]
+        assert end.broker(1).sss == {1, 2} and end.broker(1).remote_sss == {1}
+        assert end.ctrl.applied.master == 2 and [x.status for x in end.sends] == ["PUT_OK", "FLUSH_SLAVE_TIMEOUT"]
+    cut = cx.actions.index(("controller_cut", 1))
+    with pytest.raises(ReplayError, match=r"alter_sss_fail\(broker=1\) is not enabled"):
+        replay(cx.config, cx.actions[:cut] + cx.actions[cut + 1:])

@@ -89,8 +89,8 @@ def _target(record: dict[str, Any]) -> int | None:
 
 class _Follower:
     """The model's state along the record, with the faults in force that the model's state does
-    not hold itself: HA links cut or blackholed, and RPC policies (the model's partition holds a
-    minority's)."""
+    not hold itself: HA links cut or blackholed, and RPC policies (the model's state holds the
+    dropped ones too, as a partition or a controller cut; lost answers only here)."""
 
     def __init__(self, cfg: Config, views: bool, eager_flush: bool) -> None:
         self.cfg = cfg
@@ -171,7 +171,20 @@ class _Follower:
         """The code's own steps in `s`, in the fixed order; a master's first SyncStateSet check
         of its epoch is offered once (marked in `checked`). `fixed`: for the quiet that fills a
         gap in that order, where an AlterSyncStateSet the model cannot drop stops the run, and
-        a flush is left to the search when the record shows the code's flushes."""
+        a flush is left to the search when the record shows the code's flushes. A queued
+        AlterSyncStateSet goes first: the code sends it from the thread that proposed it, in
+        the listener call (ReplicasManager.doReportSyncStateSetChanged), before that thread
+        reads another frame."""
+        for b in s.brokers:
+            if b.up and b.alters:
+                i = b.id
+                if self.sends_rpcs(i):
+                    yield ("alter_sss", i, self.lost(i))
+                elif not reaches_controller(s, i):
+                    yield ("alter_sss_fail", i)
+                elif fixed:
+                    raise _Stop(f"broker {i}'s AlterSyncStateSet was dropped on its way, but the model's broker "
+                                "reaches the controller")
         for b in s.brokers:
             if not b.up:
                 continue
@@ -184,14 +197,6 @@ class _Follower:
             if b.role == SLAVE and self._ha_open(s, i):
                 yield from (("ha_connect", i), ("ha_transfer", i), ("ha_slave_ack", i), ("ha_read_ack", i))
             yield ("ha_timeout", i)  # a connection across the model's partition found dead
-            if b.alters:
-                if self.sends_rpcs(i):
-                    yield ("alter_sss", i, self.lost(i))
-                elif not reaches_controller(s, i):
-                    yield ("alter_sss_fail", i)
-                elif fixed:
-                    raise _Stop(f"broker {i}'s AlterSyncStateSet was dropped on its way; the model fails one only "
-                                "across its partition (alter_sss_fail)")
             for p in b.puts:
                 yield from (("put_complete", i, p.msg), ("put_timeout", i, p.msg))
             yield ("dispatch", i)
@@ -324,8 +329,11 @@ class _Follower:
                     master = self.s.broker(slave).client.master
                     if master is not None and b in (slave, master):
                         self.do(("conn_reset", slave))
-        elif op in ("isolate_controller", "lose_answers"):
-            self.rpc[b] = DROP if op == "isolate_controller" else LOSE_ANSWER
+        elif op == "isolate_controller":
+            self.rpc[b] = DROP
+            self.do(("controller_cut", b))
+        elif op == "lose_answers":
+            self.rpc[b] = LOSE_ANSWER
         elif op == "minority":
             if self.s.cut:
                 raise _Stop("a second partition while one is in force; the model holds one at a time")

@@ -358,7 +358,12 @@ class Cluster:
         return self.stranded.get(b) != offset
 
     def _lagging(self, states: dict[int, dict[str, Any] | None]) -> set[int]:
-        """The slaves of the current master, on an open link, that do not hold all it holds yet."""
+        """The slaves of the current master, on an open link, that do not hold all it holds yet:
+        its log and its ack of it; and a slave with no epoch entry yet under a master that has
+        one (a new slave takes the master's first entry from a frame after its handshake, with
+        or without messages; a busy machine can leave that frame unread for longer than
+        `quiet_for`, and the step's view then showed a slave in the SyncStateSet with no
+        entry)."""
         m = self.master()
         master = states.get(m) if m is not None else None
         if not master or master.get("role") != "SYNC_MASTER":
@@ -367,7 +372,8 @@ class Cluster:
         return {b for b, s in states.items()
                 if b != m and s and s.get("role") == "SLAVE" and self.links[(b, m)].mode == OPEN
                 and s["master_epoch"] == master["master_epoch"]
-                and (s["max_offset"] != master["max_offset"] or acks.get(s["broker_id"]) != master["max_offset"])}
+                and (s["max_offset"] != master["max_offset"] or acks.get(s["broker_id"]) != master["max_offset"]
+                     or (not s.get("epochs") and bool(master.get("epochs"))))}
 
     # --- steps: the client's, the nemesis's, the controller's -------------------------------------
 

@@ -293,6 +293,12 @@ def _partition(x: Context, a: Action, before: State, after: State) -> tuple[str,
     return DRIVEN, f"brokers {sorted(group)} cut off"
 
 
+def _controller_cut(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """`controller_cut`: the broker's RPCs are dropped; its HA links stay as they are."""
+    x.c.rpc_policy[a[1]] = DROP
+    return DRIVEN, f"broker {a[1]}'s controller path cut"
+
+
 def _heal(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
     x.c.heal()
     return DRIVEN, "links and controller paths healed"
@@ -333,6 +339,7 @@ STEPS: dict[str, Step] = {
     "ha_linger": ha_linger,
     "ha_close_lingering": ha_close_lingering,
     "partition": _partition,
+    "controller_cut": _controller_cut,
     "hb_timeout": _hb_timeout,
     "admin_elect": _admin_elect,
     "lose_epoch_file": _lose_epoch_file,

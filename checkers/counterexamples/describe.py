@@ -27,6 +27,7 @@ def state_lines(s: State) -> list[str]:
     lines = [
         f"controller master={c.master} epoch={c.master_epoch} sss={_sset(c.sss)}@{c.sss_epoch} now={s.now}"
         + (f" cut={_sset(s.cut)}" if s.cut else "")
+        + (f" off-controller={_sset(s.off_controller)}" if s.off_controller else "")
     ]
     lines += [broker_line(b) for b in s.brokers]
     return lines
@@ -77,6 +78,9 @@ def changes(pre: State, post: State) -> str:
         out.append(f"controller unapplied {len(post.ctrl.pending)}")
     if pre.cut != post.cut:
         out.append(f"partition {_sset(post.cut)}" if post.cut else "healed")
+    if pre.off_controller != post.off_controller:
+        cut = post.off_controller
+        out.append(f"controller path cut {_sset(cut)}" if cut else "controller paths healed")
     if pre.now != post.now:
         out.append(f"now={post.now}")
     for a, b in zip(pre.brokers, post.brokers):

@@ -159,7 +159,7 @@ def controller_key(s: State) -> Hashable:
         (b.up, b.running, b.role, b.master_epoch, b.master_id, len(b.log.cells), b.epochs, b.confirm, b.client, b.conns)
         for b in s.brokers
     )
-    return brokers, s.ctrl.applied, s.used, s.cut
+    return brokers, s.ctrl.applied, s.used, s.cut, s.off_controller
 
 
 def _dledger_key(s: Any) -> Hashable:
