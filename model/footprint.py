@@ -9,7 +9,8 @@ the same steps reaches at the same depth.
 
 A resource is the component of one broker ("B", id), a broker's heartbeat-table entry
 ("live", id) and heartbeat report ("report", id), a periodic task's mark ("ran", task), one
-send record's status ("send", msg id), a fault budget ("used", fault), or one of "now", "cut",
+send record's status ("send", msg id), a fault budget ("used", fault), or one of "now", "cut"
+(the partition and the controller cuts: what `reaches_controller` reads),
 "msgs", "sends", "consumer", "reads". `None` stands for everything: the steps that touch the
 controller's replicated state, the clock, the partition or the send log are dependent on
 every other step, as are the rare ones not worth a footprint. So nothing that `Bounds.expands` or the election invariants (I7, I7b) read, and

@@ -744,9 +744,17 @@ def rule_controller_cut(s: State, cfg: Config, b_id: int) -> State | None:
     too. Its RPCs fail: heartbeats stop, so the controller expires it, and its
     AlterSyncStateSet fails (`alter_sss_fail`) while its slaves go on acking. Recorded cluster
     runs do this (the nemesis's isolate_controller; docs/traces.md)."""
-    if b_id in s.off_controller or not _budget_left(s, cfg, "controller_cuts"):
+    if b_id in s.off_controller or b_id in s.cut or not _budget_left(s, cfg, "controller_cuts"):
         return None
     return _use(s._replace(off_controller=s.off_controller | {b_id}), "controller_cuts")
+
+
+def rule_controller_reconnect(s: State, cfg: Config, b_id: int) -> State | None:
+    """One broker's cut controller path restored, the others' left as they are (healing, never
+    bounded): the nemesis changes one broker's RPC policy at a time."""
+    if b_id not in s.off_controller:
+        return None
+    return s._replace(off_controller=s.off_controller - {b_id})
 
 
 def rule_heal(s: State, cfg: Config) -> State | None:
@@ -879,6 +887,7 @@ ACTIONS: dict[str, ActionKind] = {
     "ha_close_lingering": ActionKind(("slave",), _settled(rule_ha_close_lingering)),
     "partition": ActionKind(("mask",), _settled(rule_partition), "partitions"),
     "controller_cut": ActionKind(("broker",), _settled(rule_controller_cut), "controller_cuts"),
+    "controller_reconnect": ActionKind(("broker",), _settled(rule_controller_reconnect)),
     "hb_timeout": ActionKind(("broker",), _settled(rule_hb_timeout), "heartbeat_timeouts"),
     "admin_elect": ActionKind(("broker",), _settled(rule_admin_elect), "admin_elections"),
     "lose_epoch_file": ActionKind(("broker",), _settled(rule_lose_epoch_file), "epoch_file_losses"),
@@ -985,6 +994,7 @@ def candidates(s: State, cfg: Config) -> list[Action]:
         out.append(("consumer_restart",))
     if s.cut or s.off_controller:
         out.append(("heal",))
+    out += [("controller_reconnect", i) for i in sorted(s.off_controller)]
     if not s.cut and _budget_left(s, cfg, "partitions"):
         out += [("partition", mask) for mask in range(1, 1 << cfg.brokers)]
     if _budget_left(s, cfg, "heartbeat_timeouts"):
@@ -992,7 +1002,7 @@ def candidates(s: State, cfg: Config) -> list[Action]:
     if _budget_left(s, cfg, "admin_elections"):
         out += [("admin_elect", i) for i in ids]
     if _budget_left(s, cfg, "controller_cuts"):
-        out += [("controller_cut", i) for i in ids if i not in s.off_controller]
+        out += [("controller_cut", i) for i in ids if i not in s.off_controller and i not in s.cut]
     return out
 
 

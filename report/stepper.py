@@ -112,6 +112,7 @@ def state_view(s: State, cfg: Config) -> dict[str, Any]:
     return {
         "now": s.now,
         "cut": sorted(s.cut),
+        "offController": sorted(s.off_controller),
         "ctrl": {"master": c.master, "masterEpoch": c.master_epoch, "sss": sorted(c.sss), "sssEpoch": c.sss_epoch,
                  "brokerIds": sorted(c.broker_ids), "unapplied": len(s.ctrl.pending)},
         "brokers": [broker_view(b, s) for b in s.brokers],
@@ -128,7 +129,7 @@ def changed(before: dict[str, Any] | None, after: dict[str, Any]) -> list[str]:
     `ctrl.sss`, `m3`, `cut`... (the page's data-k names). Nothing at the start."""
     if before is None:
         return []
-    out = [k for k in ("now", "cut") if before[k] != after[k]]
+    out = [k for k in ("now", "cut", "offController") if before[k] != after[k]]
     out += [f"ctrl.{k}" for k, v in after["ctrl"].items() if before["ctrl"][k] != v]
     for old, new in zip(before["brokers"], after["brokers"]):
         out += [f"b{new['id']}.{k}" for k, v in new.items() if old[k] != v]

@@ -169,6 +169,7 @@ function broker(b, prev, s) {
     k(el('span', 'tag' + (flags.length ? ' warn' : ''), flags.join(', ') || (b.up ? 'running' : 'stopped')), [id + '.fenced', id + '.promoting']));
   head.append(k(el('span', 'tag', 'masterEpoch ' + b.masterEpoch), [id + '.masterEpoch']));
   if (s.cut.includes(b.id)) head.append(el('span', 'tag warn', 'partitioned away'));
+  if (s.offController.includes(b.id)) head.append(el('span', 'tag warn', 'controller path cut'));
   box.append(head);
   box.append(field('SyncStateSet', [id + '.sss', id + '.sssEpoch', id + '.proposing', id + '.queuedAlters'], set(b.sss),
     el('span', 'dim', '@' + b.sssEpoch), b.proposing && el('span', 'tag warn', 'proposing {' + b.proposing.join(',') + '}'),
@@ -207,6 +208,7 @@ function controller(s) {
   box.append(field('unapplied', ['ctrl.unapplied'], el('span', c.unapplied ? 'tag warn' : 'dim', c.unapplied + ' committed events')));
   box.append(field('time', ['now'], el('span', null, 't=' + s.now)));
   box.append(field('partition', ['cut'], s.cut.length ? set(s.cut) : el('span', 'dim', 'none')));
+  if (s.offController.length) box.append(field('controller path cut', ['offController'], set(s.offController)));
   return box;
 }
 

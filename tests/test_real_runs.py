@@ -20,7 +20,9 @@ only where the code did.
 
 isr2-seed-33 (`--config isr2 --faults 4`): the nemesis cuts master 1's controller path alone
 (isolate_controller, step 6) while its HA link works, and its AlterSyncStateSet fails. The model
-has that fault since it was asked to explain this run (`controller_cut`)."""
+has that fault since it was asked to explain this run (`controller_cut`); at step 14 the nemesis
+loses broker 2's answers instead of dropping its RPCs, which reopens its path alone
+(`controller_reconnect`)."""
 
 from __future__ import annotations
 
@@ -112,8 +114,8 @@ def test_a_controller_path_cut_alone_is_followed_as_the_model_s_controller_cut(m
     links too."""
     f = follow(CONTROLLER_CUT)
     assert f.stopped is None and f.explained == 39
-    assert [a for a in f.actions if a[0] in ("controller_cut", "alter_sss_fail")] == \
-        [("controller_cut", 1), ("alter_sss_fail", 1), ("controller_cut", 2)]
+    assert [a for a in f.actions if a[0] in ("controller_cut", "alter_sss_fail", "controller_reconnect")] == \
+        [("controller_cut", 1), ("alter_sss_fail", 1), ("controller_cut", 2), ("controller_reconnect", 2)]
     monkeypatch.setitem(ACTIONS, "controller_cut", ACTIONS["controller_cut"]._replace(rule=lambda s, cfg, b: None))
     stopped = follow(CONTROLLER_CUT).stopped
     assert stopped.step == 8 and "AlterSyncStateSet was dropped on its way" in stopped.why

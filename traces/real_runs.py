@@ -244,7 +244,8 @@ class _Follower:
 
     def _dropped_alter_waits(self, s: State) -> bool:
         """An AlterSyncStateSet waits that the code dropped on its way where the model's broker
-        reaches the controller (the model fails one only across its partition)."""
+        reaches the controller (the model fails one only across a partition or a controller
+        cut, which the follower takes for every dropped path: so only if that was not enabled)."""
         return any(b.up and b.alters and not self.sends_rpcs(b.id) and reaches_controller(s, b.id) for b in s.brokers)
 
     def master(self) -> int | None:
@@ -332,7 +333,11 @@ class _Follower:
         elif op == "isolate_controller":
             self.rpc[b] = DROP
             self.do(("controller_cut", b))
-        elif op == "lose_answers":
+        elif op == "lose_answers":  # the path open again, its answers lost
+            self.do(("controller_reconnect", b))
+            if not reaches_controller(self.s, b):
+                raise _Stop(f"lose_answers on broker {b}, which the model's partition cuts off; the model "
+                            "restores a partition only whole (heal)")
             self.rpc[b] = LOSE_ANSWER
         elif op == "minority":
             if self.s.cut:

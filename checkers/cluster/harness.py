@@ -276,7 +276,7 @@ class Cluster:
 
     def _settle(self, timeout: float, stuck_after: float | None) -> dict[int, dict[str, Any] | None]:
         """Run queued one-shots and wait until the cluster is quiet (module docstring) and every
-        slave on an open link to the master holds what the master holds; the brokers' states.
+        slave on an open link to the master holds what the master holds (`_lagging`); the brokers' states.
         `self.settled` says whether that happened within `timeout` seconds (a slave that cannot
         catch up, a link held: the caller records the step as not settled). With `stuck_after`,
         it gives up sooner when nothing but a slave's lag keeps it busy and nothing has moved for

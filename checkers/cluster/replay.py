@@ -299,6 +299,11 @@ def _controller_cut(x: Context, a: Action, before: State, after: State) -> tuple
     return DRIVEN, f"broker {a[1]}'s controller path cut"
 
 
+def _controller_reconnect(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    x.c.rpc_policy[a[1]] = DELIVER
+    return DRIVEN, f"broker {a[1]}'s controller path restored"
+
+
 def _heal(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
     x.c.heal()
     return DRIVEN, "links and controller paths healed"
@@ -340,6 +345,7 @@ STEPS: dict[str, Step] = {
     "ha_close_lingering": ha_close_lingering,
     "partition": _partition,
     "controller_cut": _controller_cut,
+    "controller_reconnect": _controller_reconnect,
     "hb_timeout": _hb_timeout,
     "admin_elect": _admin_elect,
     "lose_epoch_file": _lose_epoch_file,

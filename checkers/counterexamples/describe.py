@@ -80,7 +80,7 @@ def changes(pre: State, post: State) -> str:
         out.append(f"partition {_sset(post.cut)}" if post.cut else "healed")
     if pre.off_controller != post.off_controller:
         cut = post.off_controller
-        out.append(f"controller path cut {_sset(cut)}" if cut else "controller paths healed")
+        out.append(f"controller paths cut {_sset(cut)}" if cut else "controller paths healed")
     if pre.now != post.now:
         out.append(f"now={post.now}")
     for a, b in zip(pre.brokers, post.brokers):

@@ -79,7 +79,8 @@ MODEL_ONLY = {
     "controller_apply": ("controller", "the controller's Raft state machine"),
     "controller_failover": ("controller", "the controller's Raft"),
     "restart": (_STORE, "CommitLog recovery (store)"), "crash": _FAULT, "tick": ("clock", "the clock"),
-    "partition": _FAULT, "controller_cut": _FAULT, "heal": ("network", "the network"), "hb_timeout": _FAULT,
+    "partition": _FAULT, "controller_cut": _FAULT,
+    "controller_reconnect": ("network", "the network"), "heal": ("network", "the network"), "hb_timeout": _FAULT,
     "admin_elect": ("controller", "mqadmin, ControllerManager"), "lose_epoch_file": _FAULT,
     "consumer_restart": ("client", "the client"),
 }

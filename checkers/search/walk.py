@@ -152,7 +152,8 @@ def _mode_lenient(mode: Mode, cfg: Any, actions: list[tuple], invariant: str) ->
 def controller_key(s: State) -> Hashable:
     """What a guided walk counts as new in controller mode: per broker, whether it is up and
     running, its role, master epoch and master, log length, epoch list, confirm offset, client
-    and connections; the controller's applied log, the faults used and the partition. Offsets
+    and connections; the controller's applied log, the faults used, the partition and the
+    controller cuts. Offsets
     inside the log, timers and the ghosts are left out, so the corpus stays thousands of states
     rather than millions."""
     brokers = tuple(
