@@ -1,6 +1,6 @@
 """Hypothesis stateful checking of the model (`RuleBasedStateMachine`).
 
-Every action kind of the model is a rule; a rule's precondition is that the model enables at
+Every action kind of the model is a rule (BUDGETED_RULES only where budgeted); a rule's precondition is that the model enables at
 least one action of that kind, and its argument picks one of them (shrinking towards the
 first). Every catalogue invariant is a Hypothesis invariant, checked after every step; a
 transition invariant sees the last step. `machine_for(cfg, targets)` builds a machine class
@@ -117,8 +117,15 @@ def _invariant_for(inv_id: str):
     return holds
 
 
+# Fault kinds added after the hunts' seeds and batch counts were measured (tests/test_hunt_slow.py)
+# get a rule only where the configuration budgets them: a rule that is never enabled still
+# changes Hypothesis's choice among rules, so every measured hunt would draw differently (with
+# the controller cuts' two rules, no_confirm_clamp_on_truncate was not found in its 16 batches).
+BUDGETED_RULES = {"controller_cut": "controller_cuts", "controller_reconnect": "controller_cuts"}
+
 for _kind in ACTIONS:
-    setattr(ReplicationMachine, _kind, _rule_for(_kind))
+    if _kind not in BUDGETED_RULES:
+        setattr(ReplicationMachine, _kind, _rule_for(_kind))
 for _inv in CATALOGUE:
     setattr(ReplicationMachine, f"invariant_{_inv.id}", _invariant_for(_inv.id))
 
@@ -126,10 +133,12 @@ for _inv in CATALOGUE:
 def machine_for(cfg: Config, targets: Iterable[str], stats: Stats | None = None,
                 deadline: float | None = None) -> type[ReplicationMachine]:
     """A machine class bound to a configuration and the invariants it enforces."""
+    rules = {kind: _rule_for(kind) for kind, budget in BUDGETED_RULES.items() if getattr(cfg.faults, budget)}
     return type(
         "ReplicationMachine",
         (ReplicationMachine,),
-        {"cfg": cfg, "targets": frozenset(targets), "stats": stats or Stats(), "deadline": deadline, "found": None},
+        {"cfg": cfg, "targets": frozenset(targets), "stats": stats or Stats(), "deadline": deadline, "found": None,
+         **rules},
     )
 
 
