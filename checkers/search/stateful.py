@@ -1,11 +1,11 @@
 """Hypothesis stateful checking of the model (`RuleBasedStateMachine`).
 
-Every action kind of the model is a rule (BUDGETED_RULES only where budgeted); a rule's precondition is that the model enables at
-least one action of that kind, and its argument picks one of them (shrinking towards the
-first). Every catalogue invariant is a Hypothesis invariant, checked after every step; a
-transition invariant sees the last step. `machine_for(cfg, targets)` builds a machine class
-bound to one configuration and a set of invariants to enforce, so one definition serves every
-configuration and bug toggle.
+Every action kind of the model is a rule (those of BUDGETED_RULES only where budgeted); a rule's
+precondition is that the model enables at least one action of that kind, and its argument picks
+one of them (shrinking towards the first). Every catalogue invariant is a Hypothesis invariant,
+checked after every step; a transition invariant sees the last step. `machine_for(cfg, targets)`
+builds a machine class bound to one configuration and a set of invariants to enforce, so one
+definition serves every configuration and bug toggle.
 """
 
 from __future__ import annotations
