@@ -50,12 +50,13 @@ java:
 JDK_PACKAGES := openjdk-17-jdk-headless libcommons-lang3-java libguava-java libnetty-java \
                 libcommons-validator-java libhessian-java libcommons-collections3-java \
                 libjna-java liblz4-java libzstd-jni-java libconversant-disruptor-java libmockito-java \
-                libjacoco-java junit4 libhamcrest-java libassertj-core-java libcommons-io-java
+                libjacoco-java junit4 libhamcrest-java libassertj-core-java libcommons-io-java \
+                junit5 libopentest4j-java libapiguardian-java
 JARS := commons-lang3 guava netty-common netty-transport netty-buffer netty-codec netty-handler \
         netty-resolver commons-validator hessian commons-collections3 \
         jna lz4-java zstd-jni conversant-disruptor jsr305 netty-handler-proxy mockito-core byte-buddy \
         byte-buddy-agent objenesis org.jacoco.agent.rt org.jacoco.core asm asm-commons asm-tree \
-        junit4 hamcrest assertj-core commons-io
+        junit4 hamcrest assertj-core commons-io junit-jupiter-api opentest4j apiguardian-api
 jdk:
 	@missing=""; command -v javac >/dev/null 2>&1 || missing="javac"; \
 	for j in $(JARS); do [ -e /usr/share/java/$$j.jar ] || missing="$$missing $$j.jar"; done; \

@@ -267,3 +267,25 @@ def test_epoch_file_cache_test_compiles_and_passes_on_the_snapshot():
     assert rel in rt.tests_of(tarball, [main])
     [result] = rt.run_tests(tarball, [rel])
     assert (result.name, result.status, result.tests, result.failed) == ("EpochFileCacheTest", rt.PASSED, 7, ())
+
+
+def test_a_junit_4_class_that_asserts_with_junit_5_runs_and_a_class_of_junit_5_tests_does_not():
+    """Three store classes are JUnit 4 tests calling JUnit 5's Assertions: JUnitCore runs them
+    (with junit5's api jar); only a class of Jupiter's @Test methods is left out, said why."""
+    assert not rt.JUPITER_TESTS.search("import org.junit.Test;\nimport static org.junit.jupiter.api.Assertions.assertEquals;\n")
+    assert rt.JUPITER_TESTS.search("import org.junit.jupiter.api.Test;\n")
+    assert rt.JUPITER_TESTS.search("import org.junit.jupiter.api.*;\n")
+
+
+@needs_rocketmq
+@_needs_test_libraries()
+@pytest.mark.heavy
+def test_a_store_test_asserting_with_junit_5_compiles_and_passes_on_the_snapshot():
+    """MessageStoreStateMachineTest: org.junit.Test methods, org.junit.jupiter.api.Assertions."""
+    tarball = build.locate(None)
+    if not tarball.is_file():
+        pytest.skip(f"{tarball}: needs the snapshot's source tarball")
+    rel = "store/src/test/java/org/apache/rocketmq/store/MessageStoreStateMachineTest.java"
+    [result] = rt.run_tests(tarball, [rel])
+    assert (result.name, result.status, result.failed) == ("MessageStoreStateMachineTest", rt.PASSED, ())
+    assert result.tests >= 5

@@ -118,8 +118,14 @@ HA_NEEDED = {
     _S + "DefaultMessageStore.java": ("truncateFiles", "isOffsetAligned", "truncateDirtyFiles"),
 }
 
-# Java 17 closes the JDK's internals; Hessian (ReplicasInfoManager's snapshot) reflects into them.
-JVM_FLAGS = ("--add-opens", "java.base/java.lang=ALL-UNNAMED",
+# The JVMs and javac runs rmqcheck starts live seconds to minutes: C1 alone, since C2's compiler
+# threads cost more CPU than they save on a small machine (the HA and cluster builds' javac 31 ->
+# 16 CPU-seconds; docs/performance.md).
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+JAVAC_JIT = f"-J{QUICK_JIT}"
+# C1 alone; and the JDK's internals opened, which Java 17 closes and Hessian
+# (ReplicasInfoManager's snapshot) reflects into.
+JVM_FLAGS = (QUICK_JIT, "--add-opens", "java.base/java.lang=ALL-UNNAMED",
              "--add-opens", "java.base/java.util=ALL-UNNAMED",
              "--add-opens", "java.base/java.util.concurrent=ALL-UNNAMED",
              "--add-opens", "java.base/java.util.concurrent.atomic=ALL-UNNAMED")
@@ -435,7 +441,7 @@ def _compile_changes(tree: Path, changed: dict, base: Classpath, target: Target,
         shutil.copytree(base.classes, work / "classes")
         sources = [tree / rel for rel in compiled(changed["files"], target, base.classes)]
         if sources:
-            cmd = [javac, "-nowarn", "-encoding", "UTF-8", *target.javac_flags, "-implicit:none",
+            cmd = [javac, JAVAC_JIT, "-nowarn", "-encoding", "UTF-8", *target.javac_flags, "-implicit:none",
                    "-d", str(work / "classes"), "-cp", os.pathsep.join(map(str, (base.classes, *base.jars))),
                    *map(str, sources)]
             _javac_run(cmd, f"{tree}: javac failed on the changed files")
@@ -464,7 +470,7 @@ def _compile(tree: Path, target: Target, jars: tuple[Path, ...], javac: str, cla
         check_tree(root, tree, target.needed)
         sourcepath = [JAVA / s for s in target.stubs] + [root / r / "src" / "main" / "java" for r in target.roots]
         sourcepath.append(JAVA / "driver")
-        cmd = [javac, "-nowarn", "-encoding", "UTF-8", *target.javac_flags, "-implicit:class",
+        cmd = [javac, JAVAC_JIT, "-nowarn", "-encoding", "UTF-8", *target.javac_flags, "-implicit:class",
                "-d", str(work / "classes"), "-cp", os.pathsep.join(map(str, jars)),
                "-sourcepath", os.pathsep.join(map(str, sourcepath)), str(JAVA / "driver" / f"{target.main}.java")]
         _javac_run(cmd, f"{tree}: javac failed on RocketMQ's classes")

@@ -97,7 +97,7 @@ def _analyzer(cache: Path = build.BUILD) -> Path:
             (classes / "RmqcheckCoverage.class").stat().st_mtime < ANALYZER.stat().st_mtime:
         classes.mkdir(parents=True, exist_ok=True)
         cp = ":".join(map(str, build._jars(JARS)))
-        build._javac_run([build._javac(), "-nowarn", "-d", str(classes), "-cp", cp, str(ANALYZER)],
+        build._javac_run([build._javac(), build.JAVAC_JIT, "-nowarn", "-d", str(classes), "-cp", cp, str(ANALYZER)],
                          "the coverage analyzer did not compile")
     return classes
 

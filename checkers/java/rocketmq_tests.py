@@ -7,15 +7,17 @@ AutoSwitchHAService, AutoSwitchHAClient and AutoSwitchHAConnection together).
 How: each class is compiled (javac 17, for Java 11, as build.py's HA target) against the main
 classes of build.py's target for its module (store: HA; broker: CLUSTER, whose stand-ins of
 stubs-broker/ replace BrokerController and its neighbours), with Debian's JUnit 4.13, Hamcrest,
-AssertJ 3.14, Mockito 2.23 and commons-io, and our stand-in for Awaitility 4 (java/test-stubs/:
-Debian packages none). The snapshot's pom wants mockito-core 3, assertj-core 3.22 and
+AssertJ 3.14, Mockito 2.23, commons-io and JUnit 5's assertions (three store classes are JUnit 4
+tests that assert with org.junit.jupiter.api.Assertions), and our stand-in for Awaitility 4
+(java/test-stubs/: Debian packages none). The snapshot's pom wants mockito-core 3, assertj-core 3.22 and
 awaitility 4: the tests that compile with Debian's older ones run; for the others the first
 javac error is reported with the library it names (DLedger, rocksdbjni, OpenTelemetry: Maven
 only). javac's -sourcepath is the test stand-ins, the target's stand-ins, the module's
 src/test/java and the tree's main sources, so a main class the build did not compile is compiled
 from the tree. Compiled tests are kept under build/java/tests-<module>-<key>/<Class>/ (the key:
 the main build's, which hashes the tree, the test sources, our stand-ins and javac's version).
-A JUnit 5 class is not compiled: this runner is JUnit 4's JUnitCore.
+A class whose tests are JUnit 5's (Jupiter's @Test) is not compiled: this runner is JUnit 4's
+JUnitCore (the snapshot's store, broker and controller tests have none).
 
 Each class runs in its own JVM (JUnitCore), in its own process group, ended by its group on a
 timeout or Ctrl-C, with a scratch folder (deleted after) as its working directory, java.io.tmpdir
@@ -52,6 +54,11 @@ TEST_JARS = {
     "byte-buddy.jar": "libbyte-buddy-java",
     "byte-buddy-agent.jar": "libbyte-buddy-java",
     "objenesis.jar": "libobjenesis-java",
+    # JUnit 5's assertions, which MessageStoreStateMachineTest, ReputMessageServiceTest and
+    # IndexServiceTest (JUnit 4 tests all three) call, and what they throw
+    "junit-jupiter-api.jar": "junit5",
+    "opentest4j.jar": "libopentest4j-java",
+    "apiguardian-api.jar": "libapiguardian-java",
 }
 # The main build each module's tests compile against.
 TARGETS = {"store": build.HA, "broker": build.CLUSTER}
@@ -60,7 +67,7 @@ SLOW = {"AutoSwitchHATest": 160, "HATest": 68, "MappedFileQueueTest": 68}
 TIMEOUT = 600.0  # seconds a class may run
 # Packages javac may miss, and where they come from (the first that an error names is reported).
 NOT_HERE = {
-    "org.junit.jupiter": "JUnit 5",
+    "org.junit.jupiter": "JUnit 5 (junit5)",
     "org.rocksdb": "rocksdbjni (Maven only)",
     "io.openmessaging.storage.dledger": "DLedger (Maven only)",
     "io.opentelemetry": "OpenTelemetry (Maven only)",
@@ -71,6 +78,8 @@ NOT_HERE = {
     "org.awaitility": "Awaitility 4 (beyond rmqcheck's stand-in, java/test-stubs/)",
 }
 STAND_INS = ("stubs", "stubs-store", "stubs-broker")
+# A class of JUnit 5 tests (not a JUnit 4 class that only asserts with JUnit 5's Assertions).
+JUPITER_TESTS = re.compile(r"^import org\.junit\.jupiter\.api\.(Test|\*);", re.M)
 PASSED, FAILED, NO_COMPILE, NOT_RUN, SKIPPED = "passed", "failed", "did not compile", "not run", "skipped"
 
 
@@ -219,8 +228,8 @@ def run_tests(tree: Path, tests: list[str], quick: bool = False, say: Callable[[
         text = source.read_text(encoding="utf-8", errors="replace") if source.is_file() else ""
         if module not in TARGETS:
             results.append(Result(name, NOT_RUN, why=f"rmqcheck builds no main classes for {module}'s tests"))
-        elif "org.junit.jupiter" in text:
-            results.append(Result(name, NOT_RUN, why="JUnit 5; this runner is JUnit 4's"))
+        elif JUPITER_TESTS.search(text):
+            results.append(Result(name, NOT_RUN, why="JUnit 5 tests; this runner is JUnit 4's"))
         elif "@Test" not in text:
             continue  # a base class or helper named *Test
         elif quick and name in SLOW:
@@ -330,7 +339,7 @@ def _javac(sources: Sources, module: str, target: build.Target, rel: str, cp: li
         sourcepath = [build.TEST_STUBS, *(build.JAVA / s for s in target.stubs),
                       sources.test / module / "src" / "test" / "java",
                       *(sources.main / r / "src" / "main" / "java" for r in target.roots)]
-        cmd = [build._javac(), "-nowarn", "-proc:none", "-encoding", "UTF-8", *target.javac_flags, "-implicit:class",
+        cmd = [build._javac(), build.JAVAC_JIT, "-nowarn", "-proc:none", "-encoding", "UTF-8", *target.javac_flags, "-implicit:class",
                "-d", str(work / "classes"), "-cp", os.pathsep.join(map(str, cp)),
                "-sourcepath", os.pathsep.join(map(str, sourcepath)), str(sources.test / rel)]
         done = subprocess.run(cmd, capture_output=True, text=True)
