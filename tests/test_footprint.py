@@ -114,7 +114,7 @@ SLOWER = ("on_become_master_sss_self_only", "confirm_min_over_connected_only", "
           "no_confirm_clamp_on_truncate", "equal_start_epoch_not_recorded")
 
 
-def same_shortest(cfg, scope, bounds, targets) -> None:
+def same_shortest(scope, bounds, targets) -> None:
     plain = explore.Explorer(scope, bounds, targets).run(600, stop_on=targets)
     assert plain.hits, "the toggle is not found in this scope"
     shortest = min(len(h.actions) for h in plain.hits.values())
@@ -128,7 +128,7 @@ def same_shortest(cfg, scope, bounds, targets) -> None:
 @pytest.mark.parametrize("toggle", QUICK)
 def test_toggles_explore_finds_are_found_with_sleep_sets(toggle):
     cfg = configs.exposing(frozenset({toggle}))
-    same_shortest(cfg, *scoped.scopes(cfg)[QUICK[toggle]], expected_ids(cfg))
+    same_shortest(*scoped.scopes(cfg)[QUICK[toggle]], expected_ids(cfg))
 
 
 @pytest.mark.slow
@@ -140,7 +140,7 @@ def test_the_hunts_scope_finds_it_as_short_with_sleep_sets(toggle):
     found, _ = scoped.hunt(cfg, targets, math.inf, states=1_500_000)  # about 300 s of work
     assert found is not None
     assert toggle not in QUICK or (found.cfg, found.bounds) == scoped.scopes(cfg)[QUICK[toggle]]
-    same_shortest(cfg, found.cfg, found.bounds, targets)
+    same_shortest(found.cfg, found.bounds, targets)
 
 
 def test_the_explore_command_takes_sleep_sets(tmp_path, capsys):
