@@ -272,7 +272,8 @@ def test_epoch_file_cache_test_compiles_and_passes_on_the_snapshot():
 def test_a_junit_4_class_that_asserts_with_junit_5_runs_and_a_class_of_junit_5_tests_does_not():
     """Three store classes are JUnit 4 tests calling JUnit 5's Assertions: JUnitCore runs them
     (with junit5's api jar); only a class of Jupiter's @Test methods is left out, said why."""
-    assert not rt.JUPITER_TESTS.search("import org.junit.Test;\nimport static org.junit.jupiter.api.Assertions.assertEquals;\n")
+    junit_4 = "import org.junit.Test;\nimport static org.junit.jupiter.api.Assertions.assertEquals;\n"
+    assert not rt.JUPITER_TESTS.search(junit_4)
     assert rt.JUPITER_TESTS.search("import org.junit.jupiter.api.Test;\n")
     assert rt.JUPITER_TESTS.search("import org.junit.jupiter.api.*;\n")
 

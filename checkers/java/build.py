@@ -123,8 +123,8 @@ HA_NEEDED = {
 # 16 CPU-seconds; docs/performance.md).
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
 JAVAC_JIT = f"-J{QUICK_JIT}"
-# C1 alone; and the JDK's internals opened, which Java 17 closes and Hessian
-# (ReplicasInfoManager's snapshot) reflects into.
+# With QUICK_JIT, the JDK's internals opened: Java 17 closes them, and Hessian
+# (ReplicasInfoManager's snapshot) reflects into them.
 JVM_FLAGS = (QUICK_JIT, "--add-opens", "java.base/java.lang=ALL-UNNAMED",
              "--add-opens", "java.base/java.util=ALL-UNNAMED",
              "--add-opens", "java.base/java.util.concurrent=ALL-UNNAMED",

@@ -339,7 +339,8 @@ def _javac(sources: Sources, module: str, target: build.Target, rel: str, cp: li
         sourcepath = [build.TEST_STUBS, *(build.JAVA / s for s in target.stubs),
                       sources.test / module / "src" / "test" / "java",
                       *(sources.main / r / "src" / "main" / "java" for r in target.roots)]
-        cmd = [build._javac(), build.JAVAC_JIT, "-nowarn", "-proc:none", "-encoding", "UTF-8", *target.javac_flags, "-implicit:class",
+        cmd = [build._javac(), build.JAVAC_JIT, "-nowarn", "-proc:none", "-encoding", "UTF-8", *target.javac_flags,
+               "-implicit:class",
                "-d", str(work / "classes"), "-cp", os.pathsep.join(map(str, cp)),
                "-sourcepath", os.pathsep.join(map(str, sourcepath)), str(sources.test / rel)]
         done = subprocess.run(cmd, capture_output=True, text=True)
