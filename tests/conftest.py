@@ -12,12 +12,9 @@ import pytest
 from rmqcheck.checkers.java import build
 from rmqcheck.checkers.java.driver import JavaDriver
 
-# Spark's JVMs in the tests compile with C1 alone and collect with the serial collector, as
-# rmqcheck's own JVMs do (build.QUICK_JIT): they live seconds to minutes, and C2's and G1's threads
-# cost more CPU than they save on a 2-core machine (the Spark modules: 387 -> 253 CPU-seconds,
-# docs/performance.md). `rmqcheck validate --engine spark` keeps the JVM's defaults: its corpora
-# may be large.
-os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# Spark's JVMs with C1 alone and the serial collector, as rmqcheck's drivers (build.QUICK_JIT):
+# docs/performance.md, twelfth session.
+os.environ.setdefault("RMQCHECK_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 needs_rocketmq = pytest.mark.skipif(build.shared_tree() is None, reason="needs ../shared/rocketmq/")
 

@@ -244,7 +244,7 @@ def test_make_jdk_installs_the_test_libraries():
     makefile = (ROOT / "Makefile").read_text()
     jars = re.search(r"^JARS := (.*?)(?<!\\)\n", makefile, re.M | re.S)[1].split()
     packages = re.search(r"^JDK_PACKAGES := (.*?)(?<!\\)\n", makefile, re.M | re.S)[1].split()
-    for jar, package in rt.TEST_JARS.items():
+    for jar, package in {**rt.TEST_JARS, **rt.JUPITER_JARS}.items():
         assert jar.removesuffix(".jar") in jars and (package in packages or package in build.HA_JARS.values())
 
 
@@ -269,13 +269,26 @@ def test_epoch_file_cache_test_compiles_and_passes_on_the_snapshot():
     assert (result.name, result.status, result.tests, result.failed) == ("EpochFileCacheTest", rt.PASSED, 7, ())
 
 
-def test_a_junit_4_class_that_asserts_with_junit_5_runs_and_a_class_of_junit_5_tests_does_not():
-    """Three store classes are JUnit 4 tests calling JUnit 5's Assertions: JUnitCore runs them
-    (with junit5's api jar); only a class of Jupiter's @Test methods is left out, said why."""
-    junit_4 = "import org.junit.Test;\nimport static org.junit.jupiter.api.Assertions.assertEquals;\n"
-    assert not rt.JUPITER_TESTS.search(junit_4)
-    assert rt.JUPITER_TESTS.search("import org.junit.jupiter.api.Test;\n")
-    assert rt.JUPITER_TESTS.search("import org.junit.jupiter.api.*;\n")
+def test_only_a_class_of_jupiter_tests_counts_as_junit_5(tmp_path, monkeypatch):
+    """Three store classes are JUnit 4 tests calling JUnit 5's Assertions: they are compiled and run
+    (with junit5's api jar, where installed; without it, said so). A class of Jupiter tests is
+    left out, said why."""
+    for junit_4 in ("import org.junit.Test;\nimport static org.junit.jupiter.api.Assertions.assertEquals;\n",
+                    "import static org.junit.jupiter.api.Assertions.*;\n", "import org.junit.jupiter.api.Assertions;\n"):
+        assert not rt.JUPITER_TESTS.search(junit_4), junit_4
+    for jupiter in ("import org.junit.jupiter.api.Test;\n", "import org.junit.jupiter.api.*;\n",
+                    "import org.junit.jupiter.api.RepeatedTest;\n", "import org.junit.jupiter.params.ParameterizedTest;\n"):
+        assert rt.JUPITER_TESTS.search(jupiter), jupiter
+    folder = tmp_path / "store" / "src" / "test" / "java" / "org" / "x"
+    folder.mkdir(parents=True)
+    (folder / "ATest.java").write_text("import org.junit.jupiter.api.Test;\nclass ATest { @Test void a() {} }\n")
+    (folder / "BTest.java").write_text("import org.junit.Test;\nimport static org.junit.jupiter.api.Assertions.*;\n"
+                                       "class BTest { @Test public void b() {} }\n")
+    monkeypatch.setattr(rt, "_sources", lambda tree: rt.Sources(tmp_path, tmp_path, "k"))
+    monkeypatch.setattr(build, "JAR_DIR", tmp_path / "no-jars")  # junit5 not installed
+    a, b = rt.run_tests(tmp_path, ["store/src/test/java/org/x/ATest.java", "store/src/test/java/org/x/BTest.java"])
+    assert (a.status, a.why) == (rt.NOT_RUN, "JUnit 5 tests; this runner is JUnit 4's")
+    assert b.status == rt.NOT_RUN and b.why.startswith("asserts with JUnit 5: needs junit-jupiter-api.jar (junit5)")
 
 
 @needs_rocketmq

@@ -55,6 +55,11 @@ VIOLATION = pa.schema(
 )
 
 
+# More options for Spark's JVMs (driver and executors), which otherwise keep Java's defaults; for
+# short runs on a small machine "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" (docs/traces.md).
+JAVA_OPTIONS = "RMQCHECK_SPARK_JAVA_OPTIONS"
+
+
 def session(master: str | None = None, python: str | None = None, app: str = "rmqcheck validate"):
     """A Spark session; executors run this interpreter (so they import rmqcheck), or `python` (a
     command that runs it). SparkUnavailable when it cannot start."""
@@ -84,7 +89,8 @@ def _session(master: str | None, python: str | None, app: str):
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
+        .config("spark.driver.extraJavaOptions", _driver_options())
+        .config("spark.executor.extraJavaOptions", os.environ.get(JAVA_OPTIONS, ""))
         .getOrCreate()
     )
     if (master and spark.sparkContext.master != master) or (python and spark.sparkContext.pythonExec != python):
@@ -114,9 +120,13 @@ def _quiet_gateway() -> None:
     if SparkContext._gateway is not None:
         return
     _JVM_LOG = tempfile.TemporaryFile(prefix="rmqcheck-spark-jvm-")
-    conf = SparkConf(loadDefaults=False).set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
+    conf = SparkConf(loadDefaults=False).set("spark.driver.extraJavaOptions", _driver_options())
     SparkContext._gateway = launch_gateway(conf, popen_kwargs={"stdout": _JVM_LOG, "stderr": _JVM_LOG})
     SparkContext._jvm = SparkContext._gateway.jvm
+
+
+def _driver_options() -> str:
+    return f"-Dlog4j2.configurationFile={LOG_CONFIG} {os.environ.get(JAVA_OPTIONS, '')}".strip()
 
 
 def jvm_log_tail(limit: int = 2000) -> str:

@@ -13,6 +13,7 @@ every RocketMQ class that ran: its branches covered and missed, and the lines th
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import zipfile
 from pathlib import Path
@@ -108,8 +109,8 @@ def analyze(classes: Path, exec_files: Iterable[Path], cache: Path = build.BUILD
     if not execs:
         return []
     cp = ":".join(map(str, (_analyzer(cache), *build._jars(JARS))))
-    done = subprocess.run(["java", "-cp", cp, "RmqcheckCoverage", str(classes), *execs], capture_output=True,
-                          text=True)
+    done = subprocess.run([shutil.which("java") or "java", build.QUICK_JIT, "-XX:+UseSerialGC", "-cp", cp,
+                           "RmqcheckCoverage", str(classes), *execs], capture_output=True, text=True)
     if done.returncode != 0:
         raise build.BuildError(f"the coverage analyzer failed: {done.stderr.strip()[-800:]}")
     methods = []

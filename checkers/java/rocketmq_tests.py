@@ -7,8 +7,8 @@ AutoSwitchHAService, AutoSwitchHAClient and AutoSwitchHAConnection together).
 How: each class is compiled (javac 17, for Java 11, as build.py's HA target) against the main
 classes of build.py's target for its module (store: HA; broker: CLUSTER, whose stand-ins of
 stubs-broker/ replace BrokerController and its neighbours), with Debian's JUnit 4.13, Hamcrest,
-AssertJ 3.14, Mockito 2.23, commons-io and JUnit 5's assertions (three store classes are JUnit 4
-tests that assert with org.junit.jupiter.api.Assertions), and our stand-in for Awaitility 4
+AssertJ 3.14, Mockito 2.23, commons-io, JUnit 5's assertions where junit5 is installed (three
+store classes are JUnit 4 tests that call them), and our stand-in for Awaitility 4
 (java/test-stubs/: Debian packages none). The snapshot's pom wants mockito-core 3, assertj-core 3.22 and
 awaitility 4: the tests that compile with Debian's older ones run; for the others the first
 javac error is reported with the library it names (DLedger, rocksdbjni, OpenTelemetry: Maven
@@ -54,8 +54,11 @@ TEST_JARS = {
     "byte-buddy.jar": "libbyte-buddy-java",
     "byte-buddy-agent.jar": "libbyte-buddy-java",
     "objenesis.jar": "libobjenesis-java",
-    # JUnit 5's assertions, which MessageStoreStateMachineTest, ReputMessageServiceTest and
-    # IndexServiceTest (JUnit 4 tests all three) call, and what they throw
+}
+# JUnit 5's assertions and what they throw: MessageStoreStateMachineTest, ReputMessageServiceTest and
+# IndexServiceTest are JUnit 4 tests that call them. On the class path when present; without them
+# only the classes that mention JUnit 5 are not run.
+JUPITER_JARS = {
     "junit-jupiter-api.jar": "junit5",
     "opentest4j.jar": "libopentest4j-java",
     "apiguardian-api.jar": "libapiguardian-java",
@@ -67,7 +70,7 @@ SLOW = {"AutoSwitchHATest": 160, "HATest": 68, "MappedFileQueueTest": 68}
 TIMEOUT = 600.0  # seconds a class may run
 # Packages javac may miss, and where they come from (the first that an error names is reported).
 NOT_HERE = {
-    "org.junit.jupiter": "JUnit 5 (junit5)",
+    "org.junit.jupiter": "JUnit 5's engine or params (only junit5's api jar is on the class path)",
     "org.rocksdb": "rocksdbjni (Maven only)",
     "io.openmessaging.storage.dledger": "DLedger (Maven only)",
     "io.opentelemetry": "OpenTelemetry (Maven only)",
@@ -78,8 +81,9 @@ NOT_HERE = {
     "org.awaitility": "Awaitility 4 (beyond rmqcheck's stand-in, java/test-stubs/)",
 }
 STAND_INS = ("stubs", "stubs-store", "stubs-broker")
-# A class of JUnit 5 tests (not a JUnit 4 class that only asserts with JUnit 5's Assertions).
-JUPITER_TESTS = re.compile(r"^import org\.junit\.jupiter\.api\.(Test|\*);", re.M)
+# A class of JUnit 5 tests: any non-static import from JUnit 5 but its assertions and assumptions,
+# which JUnit 4 tests call too.
+JUPITER_TESTS = re.compile(r"^\s*import\s+org\.junit\.jupiter\.(?!api\.(?:Assertions|Assumptions)\b)", re.M)
 PASSED, FAILED, NO_COMPILE, NOT_RUN, SKIPPED = "passed", "failed", "did not compile", "not run", "skipped"
 
 
@@ -110,9 +114,13 @@ def tests_of(tarball: Path, changed: list[str]) -> list[str]:
     return sorted(rel for rel in names if rel.endswith("Test.java") and str(Path(rel).parent) in packages)
 
 
-def missing_libraries(jar_dir: Path = build.JAR_DIR) -> list[str]:
+def missing_libraries(jar_dir: Path | None = None) -> list[str]:
     """The test libraries not on this machine, each with its Debian package."""
-    return [f"{jar} ({pkg})" for jar, pkg in TEST_JARS.items() if not (jar_dir / jar).exists()]
+    return _absent(TEST_JARS, jar_dir)
+
+
+def _absent(jars: dict[str, str], jar_dir: Path | None = None) -> list[str]:
+    return [f"{jar} ({pkg})" for jar, pkg in jars.items() if not ((jar_dir or build.JAR_DIR) / jar).exists()]
 
 
 # --- reading JUnit 4's output ---------------------------------------------------------------------------
@@ -230,6 +238,8 @@ def run_tests(tree: Path, tests: list[str], quick: bool = False, say: Callable[[
             results.append(Result(name, NOT_RUN, why=f"rmqcheck builds no main classes for {module}'s tests"))
         elif JUPITER_TESTS.search(text):
             results.append(Result(name, NOT_RUN, why="JUnit 5 tests; this runner is JUnit 4's"))
+        elif "org.junit.jupiter" in text and _absent(JUPITER_JARS):
+            results.append(Result(name, NOT_RUN, why=f"asserts with JUnit 5: needs {', '.join(_absent(JUPITER_JARS))}"))
         elif "@Test" not in text:
             continue  # a base class or helper named *Test
         elif quick and name in SLOW:
@@ -317,9 +327,11 @@ def compile_test(tree: Path, rel: str) -> tuple[Path, list[Path]]:
     target = TARGETS[module]
     main = build.build(tree, target=target)
     sources = _sources(tree)
-    jars = list(dict.fromkeys([*main.jars, *(build.JAR_DIR / jar for jar in TEST_JARS)]))
+    present = [jar for jar in JUPITER_JARS if (build.JAR_DIR / jar).exists()]
+    jars = list(dict.fromkeys([*main.jars, *(build.JAR_DIR / jar for jar in (*TEST_JARS, *present))]))
     key = hashlib.sha256("\n".join([main.classes.parent.name, sources.key, _digest(
-        sorted(build.java_sources(tests=True)), build.JAVA), build._javac_version(), rel]).encode()).hexdigest()[:20]
+        sorted(build.java_sources(tests=True)), build.JAVA), build._javac_version(), rel, *present]).encode()
+    ).hexdigest()[:20]
     out = build.BUILD / f"tests-{module}-{key}"
     classes, failed = out / "classes", out / "javac-error.txt"
     cp = [main.classes, *jars]
@@ -392,7 +404,7 @@ def run_class(classes: Path, cp: list[Path], rel: str, resources: Path, timeout:
     try:
         (scratch / "tmp").mkdir()
         (scratch / "home").mkdir()
-        cmd = [shutil.which("java") or "java", "-Xmx512m", *build.CLUSTER.jvm_flags,
+        cmd = [shutil.which("java") or "java", "-Xmx512m", build.QUICK_JIT, *build.CLUSTER.jvm_flags,
                f"-Djava.io.tmpdir={scratch / 'tmp'}", f"-Duser.home={scratch / 'home'}",
                "-cp", os.pathsep.join(map(str, [classes, resources, *cp])), "org.junit.runner.JUnitCore", cls]
         with open(scratch / "output.txt", "w+b") as output:
