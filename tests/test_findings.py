@@ -274,10 +274,12 @@ def test_only_a_class_of_jupiter_tests_counts_as_junit_5(tmp_path, monkeypatch):
     (with junit5's api jar, where installed; without it, said so). A class of Jupiter tests is
     left out, said why."""
     for junit_4 in ("import org.junit.Test;\nimport static org.junit.jupiter.api.Assertions.assertEquals;\n",
-                    "import static org.junit.jupiter.api.Assertions.*;\n", "import org.junit.jupiter.api.Assertions;\n"):
+                    "import static org.junit.jupiter.api.Assertions.*;\n",
+                    "import org.junit.jupiter.api.Assertions;\n"):
         assert not rt.JUPITER_TESTS.search(junit_4), junit_4
     for jupiter in ("import org.junit.jupiter.api.Test;\n", "import org.junit.jupiter.api.*;\n",
-                    "import org.junit.jupiter.api.RepeatedTest;\n", "import org.junit.jupiter.params.ParameterizedTest;\n"):
+                    "import org.junit.jupiter.api.RepeatedTest;\n",
+                    "import org.junit.jupiter.params.ParameterizedTest;\n"):
         assert rt.JUPITER_TESTS.search(jupiter), jupiter
     folder = tmp_path / "store" / "src" / "test" / "java" / "org" / "x"
     folder.mkdir(parents=True)
