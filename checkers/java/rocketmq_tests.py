@@ -229,7 +229,7 @@ def check(tree: Path, tarball: Path, changed: list[str], quick: bool = False,
 def run_tests(tree: Path, tests: list[str], quick: bool = False, say: Callable[[str], None] = lambda line: None,
               label: str = "tree") -> list[Result]:
     """Each test class (by path in the tree) compiled and run on `tree`, in order."""
-    results = []
+    results, no_jupiter = [], _absent(JUPITER_JARS)
     for rel in tests:
         name, module = Path(rel).stem, rel.split("/", 1)[0]
         source = _sources(tree).test / rel
@@ -238,8 +238,8 @@ def run_tests(tree: Path, tests: list[str], quick: bool = False, say: Callable[[
             results.append(Result(name, NOT_RUN, why=f"rmqcheck builds no main classes for {module}'s tests"))
         elif JUPITER_TESTS.search(text):
             results.append(Result(name, NOT_RUN, why="JUnit 5 tests; this runner is JUnit 4's"))
-        elif "org.junit.jupiter" in text and _absent(JUPITER_JARS):
-            results.append(Result(name, NOT_RUN, why=f"asserts with JUnit 5: needs {', '.join(_absent(JUPITER_JARS))}"))
+        elif "org.junit.jupiter" in text and no_jupiter:
+            results.append(Result(name, NOT_RUN, why=f"asserts with JUnit 5: needs {', '.join(no_jupiter)}"))
         elif "@Test" not in text:
             continue  # a base class or helper named *Test
         elif quick and name in SLOW:
