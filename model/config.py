@@ -36,6 +36,10 @@ class FaultBudget(NamedTuple):
     # AlterSyncStateSet, getReplicaInfo, register) fail; `heal` restores it. Off by default: the
     # explored spaces are those of the partitions; recorded cluster runs cut it (isolate_controller).
     controller_cuts: int = 0
+    # A power loss takes a broker's epoch file back to the version the file system last wrote
+    # back: RocketMQ rewrites epochFileCheckpoint with no fsync. Off by default (the explored
+    # spaces are unchanged); recorded cluster runs need it (their power losses revert the files).
+    epoch_file_reverts: int = 0
 
     def total(self) -> int:
         return sum(self)

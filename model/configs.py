@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rmqcheck.model.bugs import BY_NAME, SNAPSHOT, check_toggle_names
 from rmqcheck.model.config import SYNC_FLUSH, Config, FaultBudget, validate
@@ -119,23 +119,33 @@ def from_dict(data: Any, where: str, base: Config | None = None) -> Config:
 
 
 def load(name_or_path: str) -> Config:
-    """A named configuration, or a JSON file holding Config fields over the defaults."""
+    """A named configuration, a JSON object given inline (it starts with "{"), or a JSON file
+    holding Config fields over the defaults."""
     if name_or_path in NAMED:
         return NAMED[name_or_path][0]
+    if name_or_path.lstrip().startswith("{"):
+        return from_dict(_parse(lambda: name_or_path, "the inline configuration"), "the inline configuration")
     path = Path(name_or_path)
-    if not path.exists():
-        raise ConfigError(f"{name_or_path}: no such named configuration ({', '.join(NAMED)}) or file")
     try:
-        data = json.loads(path.read_text())
+        exists = path.exists()
+    except (OSError, ValueError):  # a name too long for a path, or holding a NUL
+        exists = False
+    if not exists:
+        raise ConfigError(f"{name_or_path}: no such named configuration ({', '.join(NAMED)}) or file")
+    return from_dict(_parse(path.read_text, str(path)), str(path))
+
+
+def _parse(text: Callable[[], str], where: str) -> Any:
+    try:
+        return json.loads(text())
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
+        raise ConfigError(f"{where}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise ConfigError(f"{where}: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except RecursionError:
-        raise ConfigError(f"{path}: not a configuration: JSON nested too deeply") from None
+        raise ConfigError(f"{where}: not a configuration: JSON nested too deeply") from None
     except ValueError as exc:  # a number of more than 4,300 digits
-        raise ConfigError(f"{path}: not valid JSON: {exc}") from None
-    return from_dict(data, str(path))
+        raise ConfigError(f"{where}: not valid JSON: {exc}") from None
 
 
 def exposing(toggles: frozenset[str], snapshot: bool = False) -> Config:

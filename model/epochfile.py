@@ -4,7 +4,9 @@ Mirrors `store/.../ha/autoswitch/EpochFileCache.java` (reference §1.2-1.5). An 
 (epoch, startOffset); every non-last entry ends where the next one starts, so the only end
 that needs storing is the last entry's (`last_end`, in memory only: ends are never
 persisted). `disk` is what `epochFileCheckpoint` holds, which differs from `entries` only
-through quirk Q2.
+through quirk Q2. `synced` is the version the file system has written back: RocketMQ rewrites
+the file with no fsync (CheckpointFile.write -> MixAll.string2File), so a power loss can take
+`disk` back to it (`revert`).
 
 Quirks, each behind a switch (faithful = the snapshot, intended = what the code means):
 * Q1: after a suffix truncation the "reset last end to INF" acts on a copy, so the new last
@@ -28,6 +30,7 @@ class EpochFile(NamedTuple):
     entries: tuple[Entry, ...] = ()
     last_end: int = INF
     disk: tuple[Entry, ...] = ()
+    synced: tuple[Entry, ...] = ()
 
 
 EMPTY = EpochFile()
@@ -102,11 +105,11 @@ def append_entry(
         last_e, last_s = ef.entries[-1]
         if replace_empty and last_s == start and last_e < epoch:
             entries = ef.entries[:-1] + ((epoch, start),)
-            return EpochFile(entries, INF, _flush(entries, ef.disk, faithful_q2)), True
+            return ef._replace(entries=entries, last_end=INF, disk=_flush(entries, ef.disk, faithful_q2)), True
         if last_e >= epoch or last_s >= start:
             return ef, False
     entries = ef.entries + ((epoch, start),)
-    return EpochFile(entries, INF, _flush(entries, ef.disk, faithful_q2)), True
+    return ef._replace(entries=entries, last_end=INF, disk=_flush(entries, ef.disk, faithful_q2)), True
 
 
 def set_last_end(ef: EpochFile, end: int) -> EpochFile:
@@ -125,7 +128,7 @@ def _truncate_suffix(ef: EpochFile, keep: int, faithful_q1: bool, faithful_q2: b
         last_end = ef.entries[keep][1]  # Q1: the stale end survives (the reset hits a copy)
     else:
         last_end = INF
-    return EpochFile(entries, last_end, _flush(entries, ef.disk, faithful_q2))
+    return ef._replace(entries=entries, last_end=last_end, disk=_flush(entries, ef.disk, faithful_q2))
 
 
 def truncate_suffix_by_epoch(
@@ -150,17 +153,28 @@ def truncate_prefix_by_offset(ef: EpochFile, offset: int, faithful_q2: bool = Tr
     drop = sum(1 for i in range(len(ef.entries)) if end_of(ef, i) <= offset)
     entries = ef.entries[drop:]
     last_end = ef.last_end if entries else INF
-    return EpochFile(entries, last_end, _flush(entries, ef.disk, faithful_q2))
+    return ef._replace(entries=entries, last_end=last_end, disk=_flush(entries, ef.disk, faithful_q2))
 
 
 def reload(ef: EpochFile) -> EpochFile:
     """`initCacheFromFile` after a restart: ends are recomputed, so the last one is INF."""
-    return EpochFile(ef.disk, INF, ef.disk)
+    return ef._replace(entries=ef.disk, last_end=INF)
 
 
 def lose_file(ef: EpochFile) -> EpochFile:
     """The checkpoint and its .bak are gone: the next start reads an empty list."""
     return ef._replace(disk=())
+
+
+def write_back(ef: EpochFile) -> EpochFile:
+    """The file system writes the file's current version to the device (ext4 commits its
+    journal every 5 s)."""
+    return ef._replace(synced=ef.disk)
+
+
+def revert(ef: EpochFile) -> EpochFile:
+    """A power loss: the file is what the file system last wrote back."""
+    return ef._replace(disk=ef.synced)
 
 
 # --- the consistent point (reference §1.4) -------------------------------------------------

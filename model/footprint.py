@@ -121,6 +121,16 @@ def _finish_promotion(s: State, cfg: Config, b_id: int) -> Footprint:
     return Footprint(hb.reads | {"msgs"}, hb.writes | {("B", b_id)})
 
 
+def _epoch_file_fault(budget: str) -> Callable[..., Footprint]:
+    """A fault on one broker's epoch file: that broker and its budget."""
+
+    def footprint(s: State, cfg: Config, b_id: int) -> Footprint:
+        both = frozenset({("B", b_id), ("used", budget)})
+        return Footprint(both, both)
+
+    return footprint
+
+
 # Per action kind, its footprint in a state; kinds not named here are dependent on all.
 FOOTPRINTS: dict[str, Callable[..., Footprint]] = {
     "heartbeat": _heartbeat,
@@ -141,8 +151,10 @@ FOOTPRINTS: dict[str, Callable[..., Footprint]] = {
     "check_sss": _check_sss,
     "alter_sss_fail": _own("cut"),
     "finish_promotion": _finish_promotion,
-    "lose_epoch_file": lambda s, cfg, b_id: Footprint(frozenset({("B", b_id), ("used", "epoch_file_losses")}),
-                                                      frozenset({("B", b_id), ("used", "epoch_file_losses")})),
+    "lose_epoch_file": _epoch_file_fault("epoch_file_losses"),
+    "revert_epoch_file": _epoch_file_fault("epoch_file_reverts"),
+    "write_back_epoch_file": lambda s, cfg, b_id: Footprint(frozenset({("B", b_id), ("used", "epoch_file_reverts")}),
+                                                            frozenset({("B", b_id)})),
 }
 
 

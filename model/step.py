@@ -802,6 +802,27 @@ def rule_lose_epoch_file(s: State, cfg: Config, b_id: int) -> State | None:
     return _use(s.with_broker(b._replace(epochs=ef.lose_file(b.epochs))), "epoch_file_losses")
 
 
+def rule_write_back_epoch_file(s: State, cfg: Config, b_id: int) -> State | None:
+    """The file system writes the broker's epoch file to the device, at a time of its own
+    (ext4 commits every 5 s). Only while a revert may still come: elsewhere it changes nothing
+    that matters and would only multiply states."""
+    b = s.broker(b_id)
+    if b.epochs.synced == b.epochs.disk or not _budget_left(s, cfg, "epoch_file_reverts"):
+        return None
+    return s.with_broker(b._replace(epochs=ef.write_back(b.epochs)))
+
+
+def rule_revert_epoch_file(s: State, cfg: Config, b_id: int) -> State | None:
+    """A power loss (at the broker's crash or while it is down) takes its epoch file back to the
+    version last written back: CheckpointFile.write rewrites it with MixAll.string2File and no
+    fsync, while SYNC_FLUSH forces the commit log. The restart then reads an older list of
+    epochs than the commit log it recovers (recorded cluster runs do this: docs/traces.md)."""
+    b = s.broker(b_id)
+    if b.up or b.epochs.disk == b.epochs.synced or not _budget_left(s, cfg, "epoch_file_reverts"):
+        return None
+    return _use(s.with_broker(b._replace(epochs=ef.revert(b.epochs))), "epoch_file_reverts")
+
+
 def rule_consumer_restart(s: State, cfg: Config) -> State | None:
     """The consumer restarts, or rebalancing moves its queues to another instance: offsets read
     since the last commit are forgotten, and the next pull starts at the master's committed
@@ -891,6 +912,8 @@ ACTIONS: dict[str, ActionKind] = {
     "hb_timeout": ActionKind(("broker",), _settled(rule_hb_timeout), "heartbeat_timeouts"),
     "admin_elect": ActionKind(("broker",), _settled(rule_admin_elect), "admin_elections"),
     "lose_epoch_file": ActionKind(("broker",), _settled(rule_lose_epoch_file), "epoch_file_losses"),
+    "write_back_epoch_file": ActionKind(("broker",), _settled(rule_write_back_epoch_file)),
+    "revert_epoch_file": ActionKind(("broker",), _settled(rule_revert_epoch_file), "epoch_file_reverts"),
     "controller_failover": ActionKind((), _settled(rule_controller_failover), "controller_failovers"),
     "consumer_restart": ActionKind((), _settled(rule_consumer_restart), "consumer_restarts"),
 }
@@ -942,6 +965,8 @@ def candidates(s: State, cfg: Config) -> list[Action]:
             out.append(("restart", i))
             if _budget_left(s, cfg, "epoch_file_losses") and b.epochs.disk:
                 out.append(("lose_epoch_file", i))
+            if _budget_left(s, cfg, "epoch_file_reverts") and b.epochs.disk != b.epochs.synced:
+                out += [("write_back_epoch_file", i), ("revert_epoch_file", i)]
             continue
         if b.role == MASTER and b.running and not b.promoting:
             if len(s.sends) < cfg.max_messages:
@@ -983,6 +1008,8 @@ def candidates(s: State, cfg: Config) -> list[Action]:
                 out.append(("register", i, 1))
         if _budget_left(s, cfg, "crashes"):
             out += [("crash", i, k) for k in range(cl.unflushed(b.log) + 1)]
+        if _budget_left(s, cfg, "epoch_file_reverts") and b.epochs.disk != b.epochs.synced:
+            out.append(("write_back_epoch_file", i))
     out.append(("controller_elect",))
     if s.ctrl.pending:
         out.append(("controller_apply",))

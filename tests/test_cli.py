@@ -141,6 +141,10 @@ def test_check_reports_the_defaults_acked_loss_as_expected(tmp_path, capsys):
         (["explore", "--config", "no_such_config"], "no such named configuration"),
         (["hunt", "--config", "no_such_config", "--budget", "1"], "no such named configuration"),
         (["simulate", "--out", "x", "--config", "no_such_config"], "no such named configuration"),
+        # a name longer than a path may be was an OSError's traceback
+        (["explore", "--config", "x" * 300], "no such named configuration"),
+        (["explore", "--config", '{"brokers": 2'], "the inline configuration: not valid JSON: line 1 column 14"),
+        (["explore", "--config", '{"brokers": 9}'], "the inline configuration: brokers"),
     ],
 )
 def test_bad_usage_exits_2_with_a_message(capsys, argv, message):
@@ -282,6 +286,8 @@ def test_a_config_file_is_used(tmp_path, capsys):
     f.write_text('{"brokers": 3, "all_ack": true, "flush": "SYNC_FLUSH"}')
     code, out, _ = run(capsys, "hunt", "--config", str(f), "--intended", "--budget", "2")
     assert code == 0 and "no violation found" in out
+    from rmqcheck.model import configs
+    assert configs.load(f.read_text()) == configs.load(str(f))  # the same object given inline
 
 
 def test_explore_of_a_standard_configuration_says_when_options_change_it(tmp_path, capsys):

@@ -646,6 +646,9 @@ def test_a_power_loss_keeps_the_epoch_files_the_file_system_had_written_back(tmp
     write(b"2\n0\n1-0\n2-218\n", b"1\n0\n1-0\n", 4)
     assert files.after_power_loss(4, writeback=None) == "kept"  # replay --cluster: the model's assumption
     assert (store / "epochFileCheckpoint").read_bytes() == b"2\n0\n1-0\n2-218\n"
+    write(b"2\n0\n1-0\n2-218\n", b"2\n0\n1-0\n2-218\n", 5)  # the same list written again: a new .bak
+    assert files.after_power_loss(5, writeback=1) == "kept"  # the main file reads the same
+    assert (store / "epochFileCheckpoint.bak").read_bytes() == b"1\n0\n1-0\n"
 
     fresh = tmp_path / "broker-2"
     fresh.mkdir()

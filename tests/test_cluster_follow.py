@@ -85,12 +85,17 @@ def test_the_cluster_command_classes_a_recorded_runs_epoch_disagreement_as_epoch
     assert found["consistent_point"][0] == "reported"
 
 
-def test_a_power_loss_that_lost_the_epoch_files_is_followed_and_one_that_reverted_them_is_not():
+def test_a_power_loss_that_lost_or_reverted_the_epoch_files_is_followed_as_the_model_s_fault():
     recs = records(7)
     loss = next(r for r in recs if r["op"] == "power_loss")
-    loss["epoch_files"] = "lost"
-    followed = real_runs.follow(DURABLE, recs)
-    assert ("lose_epoch_file", 1) in [a for at, a in zip(followed.steps, followed.actions) if at == loss["step"]]
-    loss["epoch_files"] = "reverted"
-    stopped = real_runs.follow(DURABLE, recs).stopped
-    assert stopped is not None and stopped.step == loss["step"] and "older version" in stopped.why
+
+    def faults_at_the_loss(label: str) -> list:
+        loss["epoch_files"] = label
+        followed = real_runs.follow(DURABLE, recs)
+        assert followed.stopped is None
+        return [a for at, a in zip(followed.steps, followed.actions) if at == loss["step"] and a[0] != "crash"]
+
+    assert faults_at_the_loss("lost") == [("lose_epoch_file", 1)]
+    # the model's file system had written back broker 1's last version (a version that differs
+    # only in its .bak reads the same): nothing to take back (tests/test_real_runs.py has one)
+    assert faults_at_the_loss("reverted") == faults_at_the_loss("kept") == []

@@ -124,6 +124,15 @@ def test_reload_recomputes_ends_and_loss_empties_the_file():
     assert ef.reload(ef.lose_file(f)).entries == ()
 
 
+def test_a_revert_takes_the_file_back_to_the_version_written_back_and_every_write_keeps_that_version():
+    f = ef.write_back(build(*THREE[:2]))
+    f, _ = ef.append_entry(f, 3, 500)
+    f = ef.truncate_prefix_by_offset(ef.truncate_suffix_by_offset(f, 600), 50)
+    assert f.disk == THREE and f.synced == THREE[:2]
+    assert ef.reload(ef.revert(f)).entries == THREE[:2]
+    assert ef.revert(build(*THREE)).disk == ()  # never written back: the file reads empty
+
+
 # --- consistent point (§1.4) and the API contract ----------------------------------------------
 
 

@@ -65,6 +65,13 @@ def test_independent_steps_commute_under_every_toggle(toggle):
     assert commutation_failures(configs.exposing(frozenset({toggle})), walks=10, length=50) == []
 
 
+def test_independent_steps_commute_with_the_faults_off_by_default():
+    """The epoch-file faults (and the controller cuts) are in no named configuration."""
+    off = {f: 1 for f in ("epoch_file_losses", "epoch_file_reverts", "controller_cuts")}
+    cfg = configs.load("durable")._replace(faults=configs.load("durable").faults._replace(**off))
+    assert commutation_failures(cfg, walks=40, length=60) == []
+
+
 def test_a_footprint_that_leaves_out_a_write_is_caught(monkeypatch):
     """The check can fail: a master's read of an ack said to touch only the slave (it moves the
     master's confirmOffset too) does not commute with the master's own steps."""

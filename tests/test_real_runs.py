@@ -22,7 +22,12 @@ isr2-seed-33 (`--config isr2 --faults 4`): the nemesis cuts master 1's controlle
 (isolate_controller, step 6) while its HA link works, and its AlterSyncStateSet fails. The model
 has that fault since it was asked to explain this run (`controller_cut`); at step 14 the nemesis
 loses broker 2's answers instead of dropping its RPCs, which reopens its path alone
-(`controller_reconnect`)."""
+(`controller_reconnect`).
+
+priority-last-seed-51 (`--config priority-last --faults 4`): a power loss of broker 1 at step 16
+took its epoch files back to an older version (RocketMQ writes them without fsync; the harness's
+file system keeps a version once it is a tick old). The model has that fault since it was asked
+to explain this run (`revert_epoch_file`, to the version of its last `write_back_epoch_file`)."""
 
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ from rmqcheck.traces.validate import discover, validate_local
 RUNS = Path(__file__).parent / "data" / "cluster-runs"
 EXPLAINED, GAP, ASYNC = RUNS / "durable3-seed-11", RUNS / "durable3-seed-12", RUNS / "default-seed-41"
 CONTROLLER_CUT = RUNS / "isr2-seed-33"
+REVERTED = RUNS / "priority-last-seed-51"
 
 
 def follow(folder: Path, changed: tuple[int, tuple[str, ...], object] | None = None):
@@ -119,6 +125,18 @@ def test_a_controller_path_cut_alone_is_followed_as_the_model_s_controller_cut(m
     monkeypatch.setitem(ACTIONS, "controller_cut", ACTIONS["controller_cut"]._replace(rule=lambda s, cfg, b: None))
     stopped = follow(CONTROLLER_CUT).stopped
     assert stopped.step == 8 and "AlterSyncStateSet was dropped on its way" in stopped.why
+
+
+def test_a_power_loss_that_reverted_the_epoch_files_is_followed_as_the_model_s_revert():
+    """Before the model had the fault, the run stopped at step 16. The steps after it are
+    explained without the revert too: the restarted broker's epoch file is rewritten by its
+    handshake before any view could tell the versions apart."""
+    cfg, records = run_records.read_run(REVERTED)
+    f = real_runs.follow(cfg, records, views=True)
+    assert f.stopped is None and f.explained == 40
+    assert [(at, a) for at, a in zip(f.steps, f.actions) if a[0] == "revert_epoch_file"] == [(16, ("revert_epoch_file", 1))]
+    written_back = [at for at, a in zip(f.steps, f.actions) if a[0] == "write_back_epoch_file"]
+    assert written_back and set(written_back) <= {r["step"] for r in records if r["op"] == "round"}
 
 
 def test_the_model_gap_of_a_removal_proposed_twice_is_reported_at_its_step():

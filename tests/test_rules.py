@@ -129,6 +129,21 @@ ha_connect slave=2""")
     assert b2.client.ack == 1 and b2.client.reported == 1
 
 
+def test_a_power_loss_takes_the_epoch_file_back_to_the_version_the_file_system_wrote_back():
+    # Broker 2 records epoch 1 as a slave; a power loss before the file system wrote it back
+    # leaves an empty file, so the restart reads no epoch (CheckpointFile.write has no fsync).
+    synced = f"""{MEMBER_2}
+faults epoch_file_reverts=1
+send broker=1 queue=0 size=1
+ha_transfer slave=2"""
+    cfg, s = run(f"{synced}\ncrash broker=2 keep=0\nrevert_epoch_file broker=2\nrestart broker=2")
+    assert s.broker(2).epochs.entries == () and max_phy(s.broker(2)) == 1
+    cfg, s = run(f"{synced}\nwrite_back_epoch_file broker=2\ncrash broker=2 keep=0")
+    assert ("revert_epoch_file", 2) not in enabled(s, cfg)  # the last version is on the device
+    cfg, s = run(f"{synced.replace('epoch_file_reverts=1', 'epoch_file_reverts=0')}\ncrash broker=2 keep=0")
+    assert not {("revert_epoch_file", 2), ("write_back_epoch_file", 2)} & set(enabled(s, cfg))  # off by default
+
+
 def test_no_consistent_point_closes_the_connection_and_retries():
     cfg, s = run("""config brokers=2
 send broker=1 queue=0 size=1

@@ -32,7 +32,7 @@ def _keep(name: str, cfg, violation, seed) -> Path:
 def test_every_action_kind_is_a_rule_and_every_invariant_is_checked():
     """The kinds of BUDGETED_RULES only where the configuration budgets them, so that the hunts'
     measured seeds draw as they did."""
-    budgeted = Config(faults=Config().faults._replace(controller_cuts=1))
+    budgeted = Config(faults=Config().faults._replace(**{budget: 1 for budget in BUDGETED_RULES.values()}))
     for kind in ACTIONS:
         assert hasattr(machine_for(budgeted, ()), kind)
         assert hasattr(machine_for(Config(), ()), kind) == (kind not in BUDGETED_RULES)

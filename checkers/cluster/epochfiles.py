@@ -29,6 +29,17 @@ def remove(store: Path) -> None:
         (store / name).unlink(missing_ok=True)
 
 
+def restore(store: Path, contents: Contents) -> None:
+    """The epoch files as `contents` (read's), absent where None: a version the file system wrote back."""
+    remove(store)
+    for name, content in zip(FILES, contents):
+        if content is not None:
+            (store / name).write_bytes(content)
+
+
+NONE: Contents = (None,) * len(FILES)  # no version written back yet
+
+
 class PageCache:
     """The versions of one broker's epoch files seen so far, each with its controller tick."""
 
@@ -43,20 +54,21 @@ class PageCache:
 
     def after_power_loss(self, tick: int, writeback: int | None) -> str:
         """Leave on disk what the file system had written back by `tick` (None: every version
-        was); KEPT, REVERTED or LOST."""
+        was); KEPT, REVERTED or LOST. A version whose main file is the last one's, and only its
+        .bak older, is KEPT: CheckpointFile reads the .bak only when the main file fails."""
         self.note(tick)  # a write since the last step is a version too (the youngest)
         if writeback is None:
             return KEPT
         old = [v for t, v in self.versions if t <= tick - writeback]
-        survivor = old[-1] if old else (None,) * len(FILES)
-        if survivor == self.versions[-1][1]:
+        survivor = old[-1] if old else NONE
+        last = self.versions[-1][1]
+        if survivor == last:
             return KEPT
-        remove(self.store)
-        for name, content in zip(FILES, survivor):
-            if content is not None:
-                (self.store / name).write_bytes(content)
+        restore(self.store, survivor)
         self.versions.append((tick, survivor))
-        return LOST if all(c is None for c in survivor) else REVERTED
+        if all(c is None for c in survivor):
+            return LOST
+        return KEPT if survivor[0] == last[0] else REVERTED
 
 
 def drop_after(path: Path, position: int) -> None:

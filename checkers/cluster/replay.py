@@ -66,6 +66,7 @@ class Context:
         self.answered_at_once: set[str] = set()  # puts the model answers in the send step itself
         self.ack_marks: dict[int, int] = {}  # slave -> frames of its acks to release at ha_read_ack
         self.read_offsets = [0] * cfg.queues
+        self.written_back: dict[int, epochfiles.Contents] = {}  # broker -> its epoch files at the last write-back
 
     def on_event(self, kind: str, body: dict[str, Any]) -> None:
         if kind == "put_done" and body.get("msg") in self.pending:
@@ -314,6 +315,18 @@ def _lose_epoch_file(x: Context, a: Action, before: State, after: State) -> tupl
     return DRIVEN, f"broker {a[1]}'s epoch file deleted"
 
 
+def _write_back_epoch_file(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """The replay's file system keeps every version (epoch_file_writeback None); the version the
+    model's write-back stands for is noted, for a revert to take the files back to."""
+    x.written_back[a[1]] = epochfiles.read(x.c.nodes[a[1]].store)
+    return DRIVEN, f"broker {a[1]}'s epoch files as written back noted"
+
+
+def _revert_epoch_file(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    epochfiles.restore(x.c.nodes[a[1]].store, x.written_back.get(a[1], epochfiles.NONE))
+    return DRIVEN, f"broker {a[1]}'s epoch files taken back to the version last written back"
+
+
 STEPS: dict[str, Step] = {
     "send": _send,
     "consume": _consume,
@@ -349,6 +362,8 @@ STEPS: dict[str, Step] = {
     "hb_timeout": _hb_timeout,
     "admin_elect": _admin_elect,
     "lose_epoch_file": _lose_epoch_file,
+    "write_back_epoch_file": _write_back_epoch_file,
+    "revert_epoch_file": _revert_epoch_file,
     "controller_failover": _fixed(NOT_DRIVABLE, "the cluster has one controller"),
     "consumer_restart": _fixed(NOT_DRIVABLE, "the harness's consumer commits no offsets"),
 }

@@ -38,7 +38,9 @@ def _broker_changes(a: Broker, b: Broker) -> list[str]:
     if a.up != b.up:
         return [f"b{b.id} {'up' if b.up else 'down'} (log {max_phy(a)}->{max_phy(b)})"]
     if not b.up:
-        return [f"b{b.id} epoch file lost"] if a.epochs.disk != b.epochs.disk else []
+        if a.epochs.disk == b.epochs.disk:
+            return []
+        return [f"b{b.id} epoch file lost" if not b.epochs.disk else f"b{b.id} epoch file back to {list(b.epochs.disk)}"]
     if (a.role, a.promoting, a.running) != (b.role, b.promoting, b.running):
         role = b.role + (f"(promoting {b.promoting})" if b.promoting else "") + ("" if b.running else ",fenced")
         out.append(f"b{b.id} {role}")

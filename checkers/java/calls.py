@@ -82,6 +82,7 @@ MODEL_ONLY = {
     "partition": _FAULT, "controller_cut": _FAULT,
     "controller_reconnect": ("network", "the network"), "heal": ("network", "the network"), "hb_timeout": _FAULT,
     "admin_elect": ("controller", "mqadmin, ControllerManager"), "lose_epoch_file": _FAULT,
+    "revert_epoch_file": _FAULT, "write_back_epoch_file": ("file system", "the file system"),
     "consumer_restart": ("client", "the client"),
 }
 
@@ -168,7 +169,7 @@ class Owners:
 def distinct_epochs(s: State, owners: Owners) -> State:
     """The same state with each broker's epoch file a distinct object, owned by that broker."""
     for b in s.brokers:
-        copy = ef.EpochFile(tuple(list(b.epochs.entries)), b.epochs.last_end, b.epochs.disk)
+        copy = b.epochs._replace(entries=tuple(list(b.epochs.entries)))
         owners.own(copy, b.id)
         s = s.with_broker(b._replace(epochs=copy))
     return s

@@ -121,7 +121,8 @@ def _invariant_for(inv_id: str):
 # get a rule only where the configuration budgets them: a rule that is never enabled still
 # changes Hypothesis's choice among rules, so every measured hunt would draw differently (with
 # the controller cuts' two rules, no_confirm_clamp_on_truncate was not found in its 16 batches).
-BUDGETED_RULES = {"controller_cut": "controller_cuts", "controller_reconnect": "controller_cuts"}
+BUDGETED_RULES = {"controller_cut": "controller_cuts", "controller_reconnect": "controller_cuts",
+                  "write_back_epoch_file": "epoch_file_reverts", "revert_epoch_file": "epoch_file_reverts"}
 
 for _kind in ACTIONS:
     if _kind not in BUDGETED_RULES:
