@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -133,6 +134,16 @@ def load(name_or_path: str) -> Config:
     if not exists:
         raise ConfigError(f"{name_or_path}: no such named configuration ({', '.join(NAMED)}) or file")
     return from_dict(_parse(path.read_text, str(path)), str(path))
+
+
+def label(name_or_path: str) -> str:
+    """A short name for file names and reports: the named configuration's, a JSON file's stem,
+    or `inline-` and a hash of the inline object."""
+    if name_or_path in NAMED:
+        return name_or_path
+    if name_or_path.lstrip().startswith("{"):
+        return "inline-" + hashlib.sha256(name_or_path.encode()).hexdigest()[:8]
+    return Path(name_or_path).stem
 
 
 def _parse(text: Callable[[], str], where: str) -> Any:

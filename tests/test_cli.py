@@ -288,6 +288,10 @@ def test_a_config_file_is_used(tmp_path, capsys):
     assert code == 0 and "no violation found" in out
     from rmqcheck.model import configs
     assert configs.load(f.read_text()) == configs.load(str(f))  # the same object given inline
+    # names in output files: no JSON's quotes and braces, no path
+    assert configs.label(str(f)) == "cfg" and configs.label("durable") == "durable"
+    assert configs.label(f.read_text()) == configs.label(f.read_text()) != configs.label('{"brokers": 2}')
+    assert configs.label(f.read_text()).startswith("inline-") and len(configs.label(f.read_text())) == 15
 
 
 def test_explore_of_a_standard_configuration_says_when_options_change_it(tmp_path, capsys):

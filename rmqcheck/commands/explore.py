@@ -135,7 +135,7 @@ def run(args) -> int:
             failed += expected
             verdict_text = "[red]VIOLATED[/]" if expected else "violated (not promised here)"
             finding = explain(cfg, list(hit.actions), inv.id, hit.message, None, "explore", len(hit.actions))
-            path = write_finding(finding, out_dir / f"explore-{Path(args.config).stem}-{inv.id}.json")
+            path = write_finding(finding, out_dir / f"explore-{configs.label(args.config)}-{inv.id}.json")
             where = f"{len(hit.actions)} steps: {path}"
             invariant_case(args.results, suite, name, expected,
                            (inv.id, finding.kind, len(hit.actions), hit.message, path), r.seconds, reach)
@@ -151,7 +151,7 @@ def _explore_spark(args, cfg: Config, bounds: explore.Bounds) -> explore.Result:
     from rmqcheck.traces.spark import session
     from rmqcheck.traces.validate import SparkUnavailable
 
-    work = work_folder(args.work_dir, Path("build") / "explore" / Path(args.config).stem)
+    work = work_folder(args.work_dir, Path("build") / "explore" / configs.label(args.config))
     try:
         python = distributed.stable_python(Path("build") / "spark")
         spark = session(args.master, python, "rmqcheck explore")
@@ -228,7 +228,7 @@ def _explore_liveness(args, cfg: Config, bounds: explore.Bounds, description: st
         actions = lasso.prefix + lasso.cycle
         cx = Counterexample(cfg, actions, prop.id, f"obligation {lasso.obligation} open on a fair cycle",
                             method="explore", loop=len(lasso.prefix))
-        path = write(cx, Path(args.out) / f"liveness-{Path(args.config).stem}-{prop.id}.json")
+        path = write(cx, Path(args.out) / f"liveness-{configs.label(args.config)}-{prop.id}.json")
         out.print(
             f"[bold red]{prop.id} {prop.name} VIOLATED[/]: {lasso.obligation} stays open on a fair cycle "
             f"({len(lasso.prefix)} steps to it, {len(lasso.cycle)} around it, SCC of {lasso.scc_size} states)"

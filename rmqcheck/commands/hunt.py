@@ -98,7 +98,7 @@ def run(args) -> int:
     if args.scale:
         cfg = scaled(cfg, args.scale)
     targets = expected_ids(cfg)
-    label = "+".join(sorted(toggles)) or (args.config or "durable") + ("-intended" if args.intended else "")
+    label = "+".join(sorted(toggles)) or configs.label(args.config or "durable") + ("-intended" if args.intended else "")
     if args.scale:
         label += f"-{args.scale}"
     if args.swarm:
