@@ -961,12 +961,14 @@ def candidates(s: State, cfg: Config) -> list[Action]:
     ids = range(1, cfg.brokers + 1)
     for b in s.brokers:
         i = b.id
+        if _budget_left(s, cfg, "epoch_file_reverts") and b.epochs.disk != b.epochs.synced:
+            out.append(("write_back_epoch_file", i))
         if not b.up:
             out.append(("restart", i))
             if _budget_left(s, cfg, "epoch_file_losses") and b.epochs.disk:
                 out.append(("lose_epoch_file", i))
             if _budget_left(s, cfg, "epoch_file_reverts") and b.epochs.disk != b.epochs.synced:
-                out += [("write_back_epoch_file", i), ("revert_epoch_file", i)]
+                out.append(("revert_epoch_file", i))
             continue
         if b.role == MASTER and b.running and not b.promoting:
             if len(s.sends) < cfg.max_messages:
@@ -1008,8 +1010,6 @@ def candidates(s: State, cfg: Config) -> list[Action]:
                 out.append(("register", i, 1))
         if _budget_left(s, cfg, "crashes"):
             out += [("crash", i, k) for k in range(cl.unflushed(b.log) + 1)]
-        if _budget_left(s, cfg, "epoch_file_reverts") and b.epochs.disk != b.epochs.synced:
-            out.append(("write_back_epoch_file", i))
     out.append(("controller_elect",))
     if s.ctrl.pending:
         out.append(("controller_apply",))

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import pytest
 
+from rmqcheck.checkers.counterexamples.replay import replay
 from rmqcheck.cli import main
 from rmqcheck.model.step import ACTIONS
 from rmqcheck.traces import real_runs, run_records
@@ -128,15 +129,21 @@ def test_a_controller_path_cut_alone_is_followed_as_the_model_s_controller_cut(m
 
 
 def test_a_power_loss_that_reverted_the_epoch_files_is_followed_as_the_model_s_revert():
-    """Before the model had the fault, the run stopped at step 16. The steps after it are
-    explained without the revert too: the restarted broker's epoch file is rewritten by its
-    handshake before any view could tell the versions apart."""
+    """Before the model had the fault, the run stopped at step 16. The file goes back to what it
+    was before the last round (step 11): broker 1's epoch 1 from its start. The steps after it
+    are explained without the revert too: the restarted broker's changeToMaster rewrites its
+    file before any view could tell the versions apart."""
     cfg, records = run_records.read_run(REVERTED)
     f = real_runs.follow(cfg, records, views=True)
     assert f.stopped is None and f.explained == 40
-    assert [(at, a) for at, a in zip(f.steps, f.actions) if a[0] == "revert_epoch_file"] == [(16, ("revert_epoch_file", 1))]
-    written_back = [at for at, a in zip(f.steps, f.actions) if a[0] == "write_back_epoch_file"]
-    assert written_back and set(written_back) <= {r["step"] for r in records if r["op"] == "round"}
+    at = f.actions.index(("revert_epoch_file", 1))
+    assert f.steps[at] == 16 and [a for a in f.actions if a[0] == "revert_epoch_file"] == [f.actions[at]]
+    s = replay(f.cfg, f.actions[:at + 1], frozenset()).states[-1]
+    assert s.broker(1).epochs.disk == ((1, 0),) != replay(f.cfg, f.actions[:at], frozenset()).states[-1].broker(1).epochs.disk
+    last_round = max(r["step"] for r in records if r["op"] == "round" and r["step"] < 16)
+    before_it = sum(1 for step in f.steps if step < last_round)  # the actions up to the end of step 10
+    assert last_round == 11 and replay(f.cfg, f.actions[:before_it], frozenset()).states[-1].broker(1).epochs.disk \
+        == s.broker(1).epochs.disk
 
 
 def test_the_model_gap_of_a_removal_proposed_twice_is_reported_at_its_step():
@@ -174,6 +181,7 @@ def _damaged(change) -> str:
     (lambda r: r.update(result="to broker x"), "line 4: result 'to broker x' does not name a broker"),
     (lambda r: r.pop("arg"), "line 4: a put needs its queue"),
     (lambda r: r.update(arg="0"), "line 4: arg must be an integer or null"),
+    (lambda r: r.update(epoch_files="gone"), "line 4: epoch_files must be kept, reverted or lost, got 'gone'"),
 ])
 def test_a_record_of_the_wrong_shape_is_bad_input_before_the_model_follows_it(tmp_path, change, where):
     run = shutil.copytree(EXPLAINED, tmp_path / "run")

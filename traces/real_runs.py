@@ -28,6 +28,7 @@ order of an earlier gap explains is not explained (a bound, said in docs/cluster
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import deque
 from typing import Any, Callable, Iterable, NamedTuple
@@ -110,6 +111,14 @@ class _Follower:
         # service (which waits for 4 dirty pages, or 10 s) flushed: then only a search flushes.
         self.eager_flush = eager_flush
         self.kill9: set[int] = set()  # indices into `actions` of crashes that keep the page cache
+
+    def fork(self) -> _Follower:
+        """A copy to try an operation on: nothing it changes is shared."""
+        other = copy.copy(self)
+        other.actions, other.steps, other.own = list(self.actions), list(self.steps), list(self.own)
+        other.silent, other.rpc, other.checked = set(self.silent), dict(self.rpc), dict(self.checked)
+        other.names, other.kill9 = dict(self.names), set(self.kill9)
+        return other
 
     def do(self, action: Action) -> bool:
         """Apply one of the operation's actions if it is enabled and changes the state."""
@@ -319,9 +328,11 @@ class _Follower:
             if self.do(("crash", b, keep)) and op == "crash":  # kill -9 keeps the page cache; power loss what was flushed
                 self.kill9.add(len(self.actions) - 1)
             epoch_files = record.get("epoch_files", "kept")
-            if epoch_files == "lost":
+            if epoch_files == "lost":  # no version written back yet (or only since the first round: see take)
                 self.do(("lose_epoch_file", b))
-            elif epoch_files == "reverted":  # a version that differs only in its .bak reads the same
+            elif epoch_files == "reverted":
+                # nothing to take back where the model's file system wrote back the last version:
+                # older records call a version that differs only in its .bak reverted
                 self.do(("revert_epoch_file", b))
         elif op == "restart":
             self.do(("restart", b))
@@ -449,25 +460,77 @@ def _shows_flushed(records: list[dict[str, Any]]) -> bool:
 def follow(cfg: Config, records: list[dict[str, Any]], views: bool = False) -> Followed:
     """The model's path of a recorded run (module docstring); with `views`, judged against every
     broker's recorded view too."""
-    cfg = room_for(cfg, records)
-    f = _Follower(cfg, views, eager_flush=cfg.sync_flush or not (views and _shows_flushed(records)))
-    stopped = None
-    explained = searched = 0
-    op = "start"
-    try:
-        before = (f.s, dict(f.checked), 0)  # the first step's search may reorder the start's quiet too
-        f.quiet()
-        for record in records:
-            f.at, op = record["step"], record["op"]
-            if op == "round" and explained:  # outside the gap's search: it marks where the step before ended
+    run = Following(room_for(cfg, records), views, eager_flush=cfg.sync_flush or not (views and _shows_flushed(records)))
+    for record in records:
+        if not run.take(record):
+            break
+    return run.followed()
+
+
+class Following:
+    """`follow`, one recorded step at a time (`take`); `after` says what an operation would
+    leave from here, for a run whose operations are chosen as it goes, or played on the model
+    alone (bench/schedule_reach.py). `cfg` has room for the run (`room_for`)."""
+
+    def __init__(self, cfg: Config, views: bool = True, eager_flush: bool = True) -> None:
+        self.f = f = _Follower(cfg, views, eager_flush)
+        self.stopped: NotFollowed | None = None
+        self.explained = self.searched = 0
+        self.before = (f.s, dict(f.checked), 0)  # the first step's search may reorder the start's quiet too
+        try:
+            f.quiet()
+        except _Stop as exc:
+            self.stopped = NotFollowed(0, "start", str(exc))
+
+    def take(self, record: dict[str, Any]) -> bool:
+        """Follow the next recorded step; False once the model cannot (`stopped` says where)."""
+        if self.stopped is not None:
+            return False
+        f, op = self.f, record["op"]
+        f.at = record["step"]
+        try:
+            if op == "round" and self.explained:  # outside the gap's search: it marks where the step before ended
                 f.write_back()
-                before = (f.s, dict(f.checked), len(f.actions))
+                self.before = (f.s, dict(f.checked), len(f.actions))
             f.apply(record)
-            searched += f.end_step(record, before)
-            explained += 1
-            if explained == 1:  # the first step's search may reorder the start: write back after it
+            self.searched += f.end_step(record, self.before)
+            self.explained += 1
+            if self.explained == 1:  # the first step's search may reorder the start: write back after it
                 f.write_back()
-            before = (f.s, dict(f.checked), len(f.actions))
-    except _Stop as exc:
-        stopped = NotFollowed(f.at, op, str(exc))
-    return Followed(cfg, f.actions, f.steps, stopped, explained, searched)
+            self.before = (f.s, dict(f.checked), len(f.actions))
+        except _Stop as exc:
+            self.stopped = NotFollowed(f.at, op, str(exc))
+        return self.stopped is None
+
+    def after(self, record: dict[str, Any]) -> Following | None:
+        """A copy that has taken `record` in the fixed order alone, judged against nothing (it
+        has no view: it has not run); None when the model cannot take it."""
+        if self.stopped is not None:
+            return None
+        other = copy.copy(self)
+        other.f = self.f.fork()
+        try:
+            if record["op"] == "round":
+                other.f.write_back()
+            other.f.at = record["step"]
+            other.f.apply(record)
+            other.f.quiet()
+        except _Stop:
+            return None
+        other.explained += 1
+        return other
+
+    @property
+    def state(self) -> State:
+        return self.f.s
+
+    def master(self) -> int | None:
+        return self.f.master()
+
+    def route(self) -> int | None:
+        """The broker the client's next put goes to (run.Client's route)."""
+        return self.f.route if self.f.route is not None else self.f.master()
+
+    def followed(self) -> Followed:
+        f = self.f
+        return Followed(f.cfg, f.actions, f.steps, self.stopped, self.explained, self.searched)

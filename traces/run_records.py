@@ -96,6 +96,8 @@ def _record_problem(record: dict[str, Any], brokers: int) -> str | None:
         return f"result {result!r} does not name a broker by its number"
     if not isinstance(record.get("controller", {}), dict):
         return "controller must be an object"
+    if record.get("epoch_files", "kept") not in ("kept", "reverted", "lost"):  # checkers/cluster/epochfiles.py
+        return f"epoch_files must be kept, reverted or lost, got {record['epoch_files']!r}"
     if "view" not in record:
         return None
     view = record["view"]

@@ -68,7 +68,7 @@ class PageCache:
         self.versions.append((tick, survivor))
         if all(c is None for c in survivor):
             return LOST
-        return KEPT if survivor[0] == last[0] else REVERTED
+        return KEPT if survivor[0] is not None and survivor[0] == last[0] else REVERTED
 
 
 def drop_after(path: Path, position: int) -> None:

@@ -105,7 +105,7 @@ def start_state(cfg: Config, replicas: Sequence[Replica]) -> State:
             master_id=1,
             sss=members if r.broker == 1 else frozenset(),
             log=CommitLog(cells, len(cells), len(cells) > 0),
-            epochs=ef.EpochFile(r.epochs, ef.INF, r.epochs),
+            epochs=ef.EpochFile(r.epochs, ef.INF, r.epochs, r.epochs),  # on the device as written
             confirm=confirm,
             reput=confirm,
             cq=(tuple(cl.cell_msg(c) for c in cells[:confirm]),) + b.cq[1:],
