@@ -101,6 +101,7 @@ bench: $(STAMP) java jdk
 	$(BIN)/python bench/explore.py
 	$(BIN)/python bench/conform.py
 	$(BIN)/python bench/cluster.py
+	$(BIN)/python bench/schedule_reach.py
 
 # Trace validation at scale: 10^7 recorded events (cached under build/), local engine vs Spark.
 bench-spark: $(STAMP) java

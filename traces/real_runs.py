@@ -508,16 +508,19 @@ class Following:
         if self.stopped is not None:
             return None
         other = copy.copy(self)
-        other.f = self.f.fork()
+        other.f = f = self.f.fork()
+        f.at = record["step"]
         try:
-            if record["op"] == "round":
-                other.f.write_back()
-            other.f.at = record["step"]
-            other.f.apply(record)
-            other.f.quiet()
+            if record["op"] == "round" and self.explained:  # as `take` writes back
+                f.write_back()
+            f.apply(record)
+            f.quiet()
         except _Stop:
             return None
+        if not self.explained:
+            f.write_back()
         other.explained += 1
+        other.before = (f.s, dict(f.checked), len(f.actions))
         return other
 
     @property
