@@ -55,7 +55,8 @@ class PageCache:
     def after_power_loss(self, tick: int, writeback: int | None) -> str:
         """Leave on disk what the file system had written back by `tick` (None: every version
         was); KEPT, REVERTED or LOST. A version whose main file is the last one's, and only its
-        .bak older, is KEPT: CheckpointFile reads the .bak only when the main file fails."""
+        .bak older, is KEPT: CheckpointFile reads the .bak only when the main file is absent or fails
+        its check (it never writes an empty list)."""
         self.note(tick)  # a write since the last step is a version too (the youngest)
         if writeback is None:
             return KEPT
