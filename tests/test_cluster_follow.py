@@ -49,6 +49,22 @@ def test_the_model_names_the_snapshot_defect_behind_what_the_running_code_broke(
         assert f"at step {first[inv]})" in got[inv].note
 
 
+def test_the_same_run_recorded_with_every_broker_s_view_is_explained_by_the_same_defect():
+    """durable-seed-2-views: seed 2 again, recorded with each broker's view (2026-11-27, on the
+    tree with known-bugs A12 put back, which this run does not reach: the unchanged tree showed
+    the same). Broker 2's view shows the epoch entry the defect leaves out, so the defect's
+    intended form parts from the record at step 5 where it is judged against every broker's
+    view; it is judged against the controller's only, and holds both where the code broke them."""
+    from rmqcheck.traces.run_records import read_run
+
+    cfg, recs = read_run(RUNS / "durable-seed-2-views")
+    got = explain(cfg, recs, {"I5", "I2"})
+    assert {inv: (e.kind, "equal_start_epoch_not_recorded" in e.note) for inv, e in got.items()} == \
+        {"I5": (SNAPSHOT_DEFECT, True), "I2": (SNAPSHOT_DEFECT, True)}, got
+    stopped = real_runs.follow(cfg._replace(bugs=cfg.bugs - {"equal_start_epoch_not_recorded"}), recs, views=True).stopped
+    assert stopped.step == 5 and "broker 2 epochs: model [[2, 0]], code [[1, 0]]" in stopped.why
+
+
 def test_without_the_defect_the_model_does_not_explain_it():
     """The explanation can fail: the model with that defect in its intended form does not break
     I5 on this run's schedule (it parts from the record at step 24, where the code's broker 1

@@ -14,6 +14,7 @@ from rmqcheck.checkers.java import build
 _S = "store/src/main/java/org/apache/rocketmq/store/"
 _HA = _S + "ha/autoswitch/AutoSwitchHAService.java"
 _RM = "broker/src/main/java/org/apache/rocketmq/broker/controller/ReplicasManager.java"
+_CQS = _S + "queue/ConsumeQueueStore.java"
 
 
 class HistoricalBug(NamedTuple):
@@ -46,6 +47,13 @@ BUGS: dict[str, HistoricalBug] = {
         "A3, #6662", "7903c70412 (PR #6663), 5.1.1", "confirm_min_over_connected_only", "durable3",
         "AutoSwitchHAService.computeConfirmOffset skips SyncStateSet members with no connection",
         (build.Change(_HA, "if (!idList.contains(syncId) && this.localBrokerId != null", "if (false && this.localBrokerId != null"),)),
+    # A restarted master's topicQueueTable was rebuilt from the consume queues, which recovery
+    # dispatches only up to confirmOffset: a new message took the queue offset of an unconfirmed
+    # one still in the commit log, and once that one was confirmed the two shared it.
+    "cq_recover_only_to_confirm": HistoricalBug(
+        "A12, #7689", "2c898c9b31 (PR #7690), 5.2.0", "cq_recover_only_to_confirm", "durable",
+        "ConsumeQueueStore.recoverOffsetTable skips compensateForHA (queue offsets from the dispatched prefix)",
+        (build.Change(_CQS, "            compensateForHA(cqOffsetTable);", "            // compensateForHA(cqOffsetTable);"),)),
 }
 
 

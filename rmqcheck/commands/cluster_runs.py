@@ -163,10 +163,12 @@ def invariant_of(judged_by: str) -> str:
     return STORE_CHECKS[judged_by][0] if judged_by in STORE_CHECKS else judged_by
 
 
-def _breaks(cfg: Config, records: list[dict[str, Any]], wanted: frozenset[str]) -> tuple[Followed, dict[str, int]]:
+def _breaks(cfg: Config, records: list[dict[str, Any]], wanted: frozenset[str],
+            views: bool = True) -> tuple[Followed, dict[str, int]]:
     """The model's path of the run under `cfg`, and the recorded step at which it first breaks
-    each of `wanted` (only those it breaks): an invariant of the catalogue, or a store check."""
-    followed = follow(cfg, records, views=True)  # every broker's view too, where the record holds them
+    each of `wanted` (only those it breaks): an invariant of the catalogue, or a store check.
+    `views`: judged against every broker's recorded view too, not only the controller's."""
+    followed = follow(cfg, records, views=views)
     r = replay(followed.cfg, followed.actions, wanted - STORE_CHECKS.keys())  # every action was enabled where it stands
     first: dict[str, int] = {}
     for i, (s, vs) in enumerate(zip(r.states, r.violations)):
@@ -219,6 +221,8 @@ def _kept(cfg: Config, records: list[dict[str, Any]], broken: dict[str, int], to
     """Those of `todo` that the model's path of the run under `cfg` (a defect in its intended
     form) keeps, up to where the snapshot's path broke each at least: a path that parts from
     the record only later still shows that the intended form does not break it there."""
-    intended, still = _breaks(cfg, records, frozenset(todo))
+    # Against the controller's view only: a defect's own mark on a broker's view (the epoch entry
+    # equal_start_epoch_not_recorded leaves out) would part its intended form from the record at once.
+    intended, still = _breaks(cfg, records, frozenset(todo), views=False)
     reached = intended.stopped.step if intended.stopped else float("inf")
     return {inv for inv in todo if inv not in still and reached >= broken[inv]}
