@@ -15,7 +15,7 @@ from rmqcheck.model import configs
 from rmqcheck.checkers.search import explore, scoped
 from rmqcheck.checkers.search import liveness
 from rmqcheck.checkers.search.explore import Bounds
-from rmqcheck.checkers.search.hunting import find
+from rmqcheck.checkers.search.hunting import UNEXPLAINED, find
 from rmqcheck.checkers.search.portfolio import portfolio
 from rmqcheck.model.config import scaled
 from rmqcheck.checkers.counterexamples.replay import reproduces
@@ -107,9 +107,10 @@ def test_the_shrink_task_toggle_breaks_l3_with_a_lasso():
 
 # Issue 43's reach check: historical bugs put back into the model as rule changes the tool does
 # not know, hunted as the README says (`rmqcheck hunt --intended --config CFG --method portfolio
-# --budget 120`). Each switches one toggle's code path on behind the tool's back (Config.has
-# answers yes, the configuration names no toggle): nothing exposes it (the named configuration,
-# not the toggle's exposing one) and nothing attributes what it breaks.
+# --budget 120`, seeds 0 and 1). Each switches one toggle's code path on behind the tool's back
+# (Config.has answers yes, the configuration names no toggle): nothing exposes it (the named
+# configuration, not the toggle's exposing one) and nothing attributes what it breaks.
+# Measured (docs/bugs.md, Historical bugs hidden in the model): all five, with both seeds.
 HIDDEN = {
     "A2 #6342": ("on_become_master_sss_self_only", "durable"),
     "A3 #6662": ("confirm_min_over_connected_only", "durable3"),
@@ -117,19 +118,27 @@ HIDDEN = {
     "A12 #7689": ("cq_recover_only_to_confirm", "durable"),
     "B1 #6508": ("restart_accepts_writes_before_role_confirmed", "durable"),
 }
-HIDDEN_NOT_FOUND: dict[tuple[str, int], str] = {}  # (bug, seed) -> why: measured, see docs/bugs.md
+
+
+class _Found(Exception):
+    pass
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("bug", sorted(HIDDEN))
-def test_a_historical_bug_hidden_in_the_model_is_found_by_the_readme_s_hunt(bug, seed, monkeypatch, request):
-    if (bug, seed) in HIDDEN_NOT_FOUND:
-        request.applymarker(pytest.mark.xfail(reason=HIDDEN_NOT_FOUND[bug, seed], strict=True))
+def test_a_historical_bug_hidden_in_the_model_is_found_by_the_readme_s_hunt(bug, seed, monkeypatch):
+    """The portfolio's 120 s are the README's, in seconds (the slowest measured, 82 s, on a core
+    of its own beside `make hunt`); the test stops at the first violation."""
     toggle, config = HIDDEN[bug]
     known = configs.Config.has
     monkeypatch.setattr(configs.Config, "has", lambda cfg, name: name == toggle or known(cfg, name))
     cfg = configs.with_bugs(configs.load(config), frozenset(), snapshot=False)
-    result = portfolio(cfg, expected_ids(cfg), 120, seed=seed)
-    found = sorted((f.at, f.method, f.finding.counterexample.invariant) for f in result.found)
-    print(f"{bug} ({toggle}) on {config}, seed {seed}: {found[0] if found else 'not found'}")
-    assert found, f"{bug}: nothing in 120 s"
+
+    def stop(found):
+        raise _Found(found)
+
+    with pytest.raises(_Found) as first:
+        portfolio(cfg, expected_ids(cfg), 120, seed=seed, on_found=stop)
+    f = first.value.args[0]
+    assert f.finding.kind == UNEXPLAINED, f.finding.note  # nothing in the tool knows the bug
+    print(f"{bug} ({toggle}) on {config}, seed {seed}: {f.finding.counterexample.invariant} by {f.method} in {f.at:.1f} s")
