@@ -41,7 +41,7 @@ import pytest
 from rmqcheck.checkers.counterexamples.replay import replay
 from rmqcheck.cli import main
 from rmqcheck.model.step import ACTIONS
-from rmqcheck.traces import real_runs, run_records
+from rmqcheck.traces import follower, real_runs, run_records
 from rmqcheck.traces.schema import TraceError
 from rmqcheck.traces.validate import discover, validate_local
 
@@ -75,7 +75,7 @@ def test_without_alter_uses_epochs_at_send_the_start_of_the_run_is_not_explained
     """The race the search finds is that snapshot defect's (docs/findings/alter_uses_epochs_at_send.md):
     in its intended form the second expansion is fenced, and no order gives SyncStateSet epoch 4.
     Both searched as far (8,000 states; with the defect the order is found by 5,000)."""
-    monkeypatch.setattr(real_runs, "GAP_STATES", 8_000)
+    monkeypatch.setattr(follower, "GAP_STATES", 8_000)
     cfg, records = run_records.read_run(EXPLAINED)
     assert real_runs.follow(cfg, records[:1], views=True).stopped is None
     stopped = real_runs.follow(cfg._replace(bugs=cfg.bugs - {"alter_uses_epochs_at_send"}), records, views=True).stopped
@@ -84,7 +84,7 @@ def test_without_alter_uses_epochs_at_send_the_start_of_the_run_is_not_explained
 
 def test_without_the_search_the_first_step_is_not_explained(monkeypatch):
     """The search is what explains the start: with none, the fixed order gives SyncStateSet epoch 3."""
-    monkeypatch.setattr(real_runs, "GAP_STATES", 1)
+    monkeypatch.setattr(follower, "GAP_STATES", 1)
     stopped = follow(EXPLAINED).stopped
     assert stopped is not None and stopped.step == 1 and "controller syncStateSetEpoch: model 3, code 4" in stopped.why
 
