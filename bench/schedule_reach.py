@@ -26,10 +26,10 @@ import time
 from typing import Any
 
 from rmqcheck.checkers.cluster import historical
-from rmqcheck.checkers.cluster.run import FAULTS, MASTER, _ending, schedule
+from rmqcheck.checkers.cluster.run import FAULTS, _ending, schedule, target
 from rmqcheck.checkers.counterexamples.replay import replay
 from rmqcheck.model import configs
-from rmqcheck.model.broker import MASTER as MASTER_ROLE
+from rmqcheck.model.broker import MASTER
 from rmqcheck.model.bugs import BY_NAME
 from rmqcheck.model.config import Config
 from rmqcheck.traces.real_runs import Following, room_for
@@ -44,7 +44,7 @@ def record(run: Following, i: int, op: Any, hit: int | None) -> tuple[dict[str, 
     s, result = run.state, ""
     if op.f == "put":
         b = run.route()
-        master = b is not None and s.broker(b).up and s.broker(b).role == MASTER_ROLE
+        master = b is not None and s.broker(b).up and s.broker(b).role == MASTER
         result = f"to broker {b}" if master else "no master"
     elif op.f in ("read", "final_read"):
         result = "- read"  # the count is the code's: nothing to compare it with here
@@ -53,11 +53,7 @@ def record(run: Following, i: int, op: Any, hit: int | None) -> tuple[dict[str, 
     elif op.f == "heal":
         result = "healed"
     elif op.f in FAULTS or op.f == "restart":
-        b = op.arg
-        if b == MASTER and op.f == "restart":
-            b = hit
-        elif b == MASTER:
-            b = hit = run.master()
+        b, hit = target(op, run.master, hit)
         if b is None:
             result = "no master"
         elif (op.f == "restart" and s.broker(b).up) or (op.f in ("crash", "power_loss") and not s.broker(b).up):

@@ -113,6 +113,17 @@ def schedule(seed: int, brokers: int, steps: int, faults: int, queues: int = 1) 
     return ops
 
 
+def target(op: Op, master: Callable[[], int | None], hit: int | None) -> tuple[int | None, int | None]:
+    """The broker a fault or restart hits, and the broker the last fault at MASTER hit: MASTER is
+    the master of the moment, and a restart at MASTER restarts the broker its crash hit."""
+    if op.arg == MASTER and op.f == "restart":
+        return hit, hit
+    if op.arg == MASTER:
+        now = master()
+        return now, now
+    return op.arg, hit
+
+
 class History:
     """OpenChaos history lines (traces/openchaos.py reads them)."""
 
@@ -211,10 +222,7 @@ class Nemesis:
             c.heal()
             self.history.fault("heal", "end")
             return "healed"
-        if b == MASTER and op.f == "restart":
-            b = self.hit
-        elif b == MASTER:
-            b = self.hit = c.master()
+        b, self.hit = target(op, c.master, self.hit)
         if b is None:
             return "no master"
         if op.f == "crash" and c.nodes[b].alive:
