@@ -10,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast hunt bench bench-spark bench-explore-spark java jdk chromium matrix bugs report clean lower-bounds constraints
+.PHONY: run test test-fast hunt bench bench-portfolio bench-spark bench-explore-spark java jdk chromium matrix bugs report clean lower-bounds constraints
 
 # Create the virtual environment if missing and install everything at the versions of
 # constraints.txt (pyproject.toml has the ranges a user's `pip install rmqcheck` accepts). No
@@ -102,6 +102,11 @@ bench: $(STAMP) java jdk
 	$(BIN)/python bench/conform.py
 	$(BIN)/python bench/cluster.py
 	$(BIN)/python bench/schedule_reach.py
+
+# The portfolio's methods in turns against side by side, on every controller-mode toggle (about
+# 40 minutes on 2 cores; docs/bugs.md).
+bench-portfolio: $(STAMP)
+	$(BIN)/python bench/portfolio_split.py
 
 # Trace validation at scale: 10^7 recorded events (cached under build/), local engine vs Spark.
 bench-spark: $(STAMP) java

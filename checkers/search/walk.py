@@ -7,11 +7,27 @@ by delta debugging (checkers/counterexamples/replay.py) before it is reported.
 
 Guided walks (`guided`, `mode_guided`) add a corpus, as AFL's fuzzing loop and novelty search
 do: every state whose coarse key (a few fields per broker, `controller_key`) was never seen
-before is kept with the actions that reached it, and each round restarts from a uniformly
-chosen kept state for `GUIDED_HOP` steps. A state that needs a long, particular prefix (a
-second failover after a truncation, an old entry overwritten two terms later) is then one
-short hop from a kept state instead of a rare event of a walk from the start. The run is one
-stream `random.Random(S)`: the same seed and a long enough budget find the same violation.
+before is kept with the actions that reached it, and each round restarts from a kept state for
+`GUIDED_HOP` steps. A state that needs a long, particular prefix (a second failover after a
+truncation, an old entry overwritten two terms later) is then one short hop from a kept state
+instead of a rare event of a walk from the start. The run is one stream `random.Random(S)`: the
+same seed and a long enough budget find the same violation.
+
+Stratified swarm rounds (`guided(..., stratified=True)`, `hunt --method guided --stratified`,
+controller mode) keep the walks from spending the fault budget at once (issue 43: a saved
+confirmOffset inside a message, then a crash and restart, was reached by no walk: faults are a
+large share of the enabled actions, so the corpus filled with states whose crashes were spent
+before any partial batch was acknowledged):
+- half the rounds (STRATIFIED) start from a uniformly chosen *stratum*, then a state in it: the
+  stratum is where the brokers' confirm, flushed and dispatch offsets fall against message
+  boundaries, torn tails (coverage.shape), and the faults used; a rare shape with faults left is
+  then as likely a start as the many states after every fault (the other half start from any
+  kept state);
+- swarm rounds (Groce et al., "Swarm testing", ISSTA 2012): each round leaves out each action
+  kind with probability LEAVE_OUT, so some rounds send without transferring, or transfer without
+  crashing, and reach what a uniform choice among all actions almost never does.
+They are not the default: they reach that restart and find some toggles sooner (A12, A2), but
+find others later or not at all within the bug table's 60 s (docs/exploration.md has both).
 """
 
 from __future__ import annotations
@@ -25,12 +41,14 @@ from rmqcheck.model.config import Config
 from rmqcheck.model.step import Action, NotEnabled, initial_state, successors
 from rmqcheck.model.world import State
 
-from rmqcheck.checkers.search.coverage import Coverage
+from rmqcheck.checkers.search.coverage import Coverage, shape
 from rmqcheck.checkers.search.modes import Mode
 from rmqcheck.checkers.counterexamples.replay import ddmin, shrink
 
 
 GUIDED_HOP = 10  # steps from a kept state per round of a guided walk
+LEAVE_OUT = 0.5  # stratified swarm rounds: the chance a round leaves out an action kind
+STRATIFIED = 0.5  # stratified swarm rounds: the share of rounds that start from a uniformly chosen stratum
 WALK_DEPTH = 60  # steps per plain walk unless told otherwise (hunt --depth, the swarm, the bug table)
 
 
@@ -171,6 +189,11 @@ def _dledger_key(s: Any) -> Hashable:
                  for m in s.members), s.crashes
 
 
+def _stratum(s: State) -> Hashable:
+    """Where a guided round of controller mode starts from: the offsets' places and the faults used."""
+    return shape(s), s.used
+
+
 # Classic HA and recovery spaces are small: every distinct state is new.
 MODE_KEYS: dict[str, Callable[[Any], Hashable]] = {"dledger": _dledger_key}
 
@@ -194,21 +217,35 @@ def _guided_search(
     progress: Callable[[int, int, float], None] | None = None,
     on_step: Callable[[Any, Any, Any], None] | None = None,
     max_steps: int | None = None,
+    stratum: Callable[[Any], Hashable] | None = None,
+    leave_out: float = 0.0,
 ) -> _Run:
+    """Rounds from kept states: a STRATIFIED share of them (with `stratum`) from a uniformly
+    chosen stratum, then a state in it, the others from any kept state; each round leaves out
+    each action kind seen so far with probability `leave_out` (all of them if that leaves
+    nothing enabled). Without either, the draws are those of plain guided rounds."""
     rng = random.Random(seed)
     corpus: list[tuple[tuple, Any]] = [((), s0)]
+    strata: dict[Hashable, list[tuple[tuple, Any]]] = {} if stratum is None else {stratum(s0): [corpus[0]]}
+    order = list(strata)  # the strata in the order found: the draws depend on the seed alone
+    kinds: dict[str, None] = {}  # action kinds in the order seen
     seen = {key(s0)}
     start = time.perf_counter()
     next_report = start + 1.0
     rounds = steps = 0
     while time.perf_counter() - start < budget and (max_steps is None or steps < max_steps):
-        prefix, s = corpus[rng.randrange(len(corpus))]
+        pool = strata[order[rng.randrange(len(order))]] if len(order) > 1 and rng.random() < STRATIFIED else corpus
+        prefix, s = pool[rng.randrange(len(pool))]
         actions = list(prefix)
         rounds += 1
+        left_out = {k for k in kinds if rng.random() < leave_out} if leave_out else set()
         for _ in range(hop):
             succ = successors_of(s)
             if not succ:
                 break
+            if leave_out:
+                kinds.update(dict.fromkeys(a[0] for a, _ in succ))
+                succ = [x for x in succ if x[0][0] not in left_out] or succ
             a, n = succ[rng.randrange(len(succ))]
             actions.append(a)
             steps += 1
@@ -221,6 +258,12 @@ def _guided_search(
             if k not in seen:
                 seen.add(k)
                 corpus.append((tuple(actions), n))
+                if stratum is not None:
+                    group = stratum(n)
+                    if group not in strata:
+                        strata[group] = []
+                        order.append(group)
+                    strata[group].append(corpus[-1])
             s = n
         now = time.perf_counter()
         if progress is not None and now >= next_report:
@@ -237,10 +280,12 @@ def guided(
     hop: int = GUIDED_HOP,
     progress: Callable[[int, int, float], None] | None = None,
     max_steps: int | None = None,
+    stratified: bool = False,
 ) -> WalkResult:
     """Coverage-guided walks of controller mode (see the module docstring); the violating
     round's actions, from the initial state, delta-debugged. `max_steps` ends the walks after
-    that many steps whatever the time (a seeded run then does the same on any machine)."""
+    that many steps whatever the time (a seeded run then does the same on any machine);
+    `stratified`: stratified swarm rounds."""
     ids = frozenset(BY_ID if invariants is None else invariants)
     coverage = Coverage(cfg)
 
@@ -254,8 +299,9 @@ def guided(
     if first:
         hit = WalkHit(first[0].invariant, first[0].message, 0, (), ())
         return WalkResult(0, 0, time.perf_counter() - start, hit, coverage, 1)
+    rounds = {"stratum": _stratum, "leave_out": LEAVE_OUT} if stratified else {}
     r = _guided_search(s0, lambda s: successors(s, cfg), violation_of, controller_key,
-                       seed, budget, hop, progress, coverage.record, max_steps)
+                       seed, budget, hop, progress, coverage.record, max_steps, **rounds)
     hit = None
     if r.violation is not None:
         inv, message = r.violation

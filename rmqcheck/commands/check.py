@@ -4,6 +4,7 @@ scale, the other modes explored, a conformance pass, recorded runs validated."""
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -77,6 +78,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rounds", type=positive, default=2,
                    help="portfolio rounds per configuration, so seeds per seeded method (default 2)")
+    p.add_argument("--jobs", type=positive, default=os.cpu_count() or 1,
+                   help="2 or more: each portfolio's three methods side by side, a process each; 1: in turns on one core "
+                        "(default: the number of cores)")
     p.add_argument("--scales", type=name_list(SCALES, "scale(s)"), default=CHECK_SCALES,
                    help=f"offset scales to hunt each configuration at, comma-separated (default {','.join(CHECK_SCALES)})")
     p.add_argument("--out", default="counterexamples", help="directory for counterexample files")
@@ -147,7 +151,7 @@ def _check_hunts(args, out_dir: Path) -> int:
 
         with Bar(f"{name}/{scale}/{model}", per_job) as bar:
             result = portfolio(cfg, BY_ID, per_job, args.seed, args.rounds, on_found,
-                               lambda method, share: bar.update(f"{method} {share:.1f}s"))
+                               lambda method, share: bar.update(f"{method} {share:.1f}s"), jobs=args.jobs)
         unexplained += sum(f.finding.kind == UNEXPLAINED for f, _ in found)
         methods = [run.describe() for run in result.methods]
         findings_case(args.results, "hunt", f"{name}/{scale}/{model}", [

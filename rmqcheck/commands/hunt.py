@@ -57,7 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="stateful",
         help="stateful (Hypothesis), explore (breadth-first over growing scopes side by side: shortest "
         "counterexamples), walk (seeded random walks, delta-debugged), guided (walks restarted from states of a "
-        "new shape, delta-debugged), portfolio (stateful, guided and explore in turns, a seed of each per round, "
+        "new shape, delta-debugged), portfolio (stateful, guided and explore side by side with --jobs 2 or more, in "
+        "turns with one; a seed of each per round, "
         "every violated invariant reported with the method that found it)",
     )
     p.add_argument("--rounds", type=positive, default=4, help="portfolio: rounds, so seeds per seeded method (default 4)")
@@ -65,12 +66,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="N independent seeds (--seed, --seed + 1, ...) of the method side by side, each with the whole "
                         "budget; the first finding wins and the others stop (stateful, walk or guided)")
     p.add_argument("--jobs", type=positive, default=os.cpu_count() or 1,
-                   help="--swarm with --engine local: processes (default: one per core)")
+                   help="--swarm with --engine local: processes; --method portfolio: 2 or more runs its three methods side "
+                        "by side, a process each, 1 in turns on one core (default: the number of cores)")
     add_engine_options(p, "--swarm's seeds, or --method explore's levels")
     p.add_argument("--work-dir", help="--method explore with --engine spark: where the scopes' levels are written "
                    "(default build/hunt/<configuration hash>); a run with the same options resumes there")
     p.add_argument("--scale", choices=tuple(SCALES), help="offsets at this scale (model/config.py SCALES; default: "
                    "the configuration's own, small for the named ones)")
+    p.add_argument("--stratified", action="store_true",
+                   help="--method guided: stratified swarm rounds (rounds from rare offset shapes with faults left, "
+                        "action kinds left out at random: reach a restart with confirmOffset inside a message; "
+                        "slower on some toggles, docs/exploration.md)")
     p.add_argument("--depth", type=positive, default=WALK_DEPTH, help=f"walk: steps per walk (default {WALK_DEPTH})")
     p.add_argument("--budget", type=budget_seconds, default=120.0, help="seconds (default 120)")
     p.add_argument("--seed", type=int, default=0)
@@ -101,6 +107,8 @@ def run(args) -> int:
     label = "+".join(sorted(toggles)) or configs.label(args.config or "durable") + ("-intended" if args.intended else "")
     if args.scale:
         label += f"-{args.scale}"
+    if args.stratified and (args.method != "guided" or args.swarm):
+        raise UsageError("--stratified goes with --method guided, without --swarm")
     if args.swarm:
         return _hunt_swarm(cfg, targets, label, args)
     if (args.engine != "local" or args.master) and args.method != "explore":
@@ -214,7 +222,7 @@ def _hunt_walk(cfg: Config, targets, args, bar: Bar) -> Finding | None:
 
 
 def _hunt_guided(cfg: Config, targets, args, bar: Bar) -> Finding | None:
-    r = guided(cfg, args.seed, args.budget, targets, progress=bar.walked("rounds"))
+    r = guided(cfg, args.seed, args.budget, targets, progress=bar.walked("rounds"), stratified=args.stratified)
     summary = (f"{r.walks:,} rounds of {GUIDED_HOP} steps from {r.kept:,} kept states, {r.steps:,} steps in "
                f"{r.seconds:.1f}s")
     return _walk_finding(cfg, r, args, "guided", summary, "round", " from the start")
@@ -253,8 +261,8 @@ def _hunt_swarm(cfg: Config, targets, label: str, args) -> int:
 
 
 def _hunt_portfolio(cfg: Config, targets, label: str, args) -> int:
-    """Every method in turns (checkers/search/portfolio.py): each violated invariant printed and
-    written as it is found, then what each method did."""
+    """Every method, side by side or in turns (checkers/search/portfolio.py): each violated
+    invariant printed and written as it is found, then what each method did."""
     found: list[tuple] = []
 
     def on_found(f: Found) -> None:
@@ -270,7 +278,7 @@ def _hunt_portfolio(cfg: Config, targets, label: str, args) -> int:
 
     with Bar(f"{label} (portfolio)", args.budget) as bar:
         result = portfolio(cfg, targets, args.budget, args.seed, args.rounds, on_found,
-                           lambda method, share: bar.update(f"{method} {share:.0f}s"))
+                           lambda method, share: bar.update(f"{method} {share:.0f}s"), jobs=args.jobs)
     for run in result.methods:
         out.print(f"  {run.describe()}")
     if not found:
