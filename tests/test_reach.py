@@ -233,9 +233,10 @@ def test_stratified_swarm_rounds_reach_a_restart_with_the_saved_confirm_offset_i
     16,000)."""
     from rmqcheck.checkers.search.walk import guided
     from rmqcheck.model import configs
+    from rmqcheck.model.config import NO_FAULTS
 
     durable = configs.with_bugs(configs.load("durable"), frozenset(), snapshot=False)
-    cfg = durable._replace(faults=type(durable.faults)(*[0] * len(durable.faults))._replace(crashes=2))
+    cfg = durable._replace(faults=NO_FAULTS._replace(crashes=2))
     witness = "restart_with_confirm_inside_message"
     assert witness not in guided(cfg, 0, 600, (), max_steps=2_000, stratified=True).coverage.unreached()
     assert witness in guided(cfg, 0, 600, (), max_steps=16_000).coverage.unreached()
