@@ -185,6 +185,7 @@ _BROKER_FIELD_RENAMES = {
     "client": _Renamer.client,
     "alters": _Renamer.alters,
     "last_acks": _Renamer.pairs,
+    "closing": _Renamer.ids,
 }
 _BROKER_RENAMES = tuple(_BROKER_FIELD_RENAMES.get(f) for f in Broker._fields)
 assert set(_BROKER_FIELD_RENAMES) <= set(Broker._fields)

@@ -79,6 +79,9 @@ class Broker(NamedTuple):
     shrink_task_dead: bool = False
     # Ghost, for invariant I4: the last ack this broker read from each slave while master.
     last_acks: tuple[tuple[int, int], ...] = ()
+    # Slaves whose closed connection's second service has yet to call removeConnection
+    # (`rule_ha_second_removal`; only with the `second_removals` budget).
+    closing: frozenset[int] = frozenset()
 
 
 def new_broker(broker_id: int, queues: int, log: CommitLog = cl.EMPTY) -> Broker:
@@ -256,9 +259,12 @@ def remove_connection(b: Broker, slave: int, cfg: Config, lingering: bool = Fals
     `lingering`, its lingering one); a member of the local set is proposed for removal at once
     (the local set changes only when confirmed), even while another connection of it lives."""
     b = b._replace(conns=tuple(c for c in b.conns if c.slave != slave or c.lingering != lingering))
-    if slave in b.sss:
-        b = propose_sync_state_set(b, b.sss - {slave}, cfg)
-    return b
+    return propose_removal(b, slave, cfg)
+
+
+def propose_removal(b: Broker, slave: int, cfg: Config) -> Broker:
+    """What each `removeConnection` call proposes: a member of the local set, dropped from it."""
+    return propose_sync_state_set(b, b.sss - {slave}, cfg) if slave in b.sss else b
 
 
 def update_caught_up(b: Broker, slave: int, t: int) -> Broker:

@@ -131,7 +131,9 @@ def _epoch_file_fault(budget: str) -> Callable[..., Footprint]:
     return footprint
 
 
-# Per action kind, its footprint in a state; kinds not named here are dependent on all.
+# Per action kind, its footprint in a state; kinds not named here are dependent on all. Each step
+# that closes an HA connection also reads the `second_removals` budget (model/step.py
+# `_first_removal`); left out, since its only writer, `ha_second_removal`, is dependent on all.
 FOOTPRINTS: dict[str, Callable[..., Footprint]] = {
     "heartbeat": _heartbeat,
     "crash": _crash,

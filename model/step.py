@@ -42,6 +42,7 @@ from .broker import (
     new_broker,
     recover,
     recover_topic_queue_table,
+    propose_removal,
     remove_connection,
     replace_conn,
     settle_confirm_offset,
@@ -111,8 +112,18 @@ def close_connection(s: State, slave: int, cfg: Config) -> State:
     master = sb.client.master
     s = s.with_broker(sb._replace(client=ha.fresh_client(sb.client)))
     if master is not None and s.broker(master).up:
-        s = s.with_broker(remove_connection(s.broker(master), slave, cfg))
+        s = _first_removal(s, master, slave, cfg)
     return s
+
+
+def _first_removal(s: State, m_id: int, slave: int, cfg: Config, lingering: bool = False) -> State:
+    """`removeConnection` by the first of the connection's two services to end. The other's
+    call comes as `ha_second_removal` while the `second_removals` budget lasts; else at once,
+    where it proposes the same set again, which `queue_alter` merges with the first."""
+    m = remove_connection(s.broker(m_id), slave, cfg, lingering)
+    if _budget_left(s, cfg, "second_removals"):
+        m = m._replace(closing=m.closing | {slave})
+    return s.with_broker(m)
 
 
 def destroy_connections(s: State, b_id: int, cfg: Config) -> State:
@@ -120,7 +131,7 @@ def destroy_connections(s: State, b_id: int, cfg: Config) -> State:
     connections, whose slaves already left, just go."""
     for c in s.broker(b_id).conns:
         if c.lingering:
-            s = s.with_broker(remove_connection(s.broker(b_id), c.slave, cfg, lingering=True))
+            s = _first_removal(s, b_id, c.slave, cfg, lingering=True)
         else:
             s = close_connection(s, c.slave, cfg)
     return s
@@ -393,7 +404,7 @@ def rule_ha_connect(s: State, cfg: Config, slave: int) -> State | None:
     if result is None:
         # "Failed to find a consistent point" / unaligned cut: both ends close, retry later.
         s = s.with_broker(b._replace(client=ha.fresh_client(b.client)))
-        return s.with_broker(remove_connection(m, slave, cfg)) if slave in m.sss else s
+        return _first_removal(s, m.id, slave, cfg)
     m, b = result
     s = s.with_broker(m).with_broker(b)
     if max_phy(b) < end_before and not cfg.has("slave_serves_ha_connections"):
@@ -727,7 +738,25 @@ def rule_ha_close_lingering(s: State, cfg: Config, slave: int) -> State | None:
     haHousekeepingInterval passes): `removeConnection`, which proposes dropping the slave from
     the SyncStateSet even though its new connection is live."""
     m = _lingering_master(s, slave)
-    return None if m is None else s.with_broker(remove_connection(m, slave, cfg, lingering=True))
+    return None if m is None else _first_removal(s, m.id, slave, cfg, lingering=True)
+
+
+def rule_ha_second_removal(s: State, cfg: Config, b_id: int, slave: int) -> State | None:
+    """The second service of a closed HA connection ends: ReadSocketService and
+    WriteSocketService each call `removeConnection` when they stop (AutoSwitchHAConnection.java
+    :275, :717), and each proposes the slave's removal from the local SyncStateSet as it is
+    then. After an AlterSyncStateSet answer in between that is another set; with one removal
+    per connection a master whose links were cut kept a member with no connection
+    (scenarios/quirks/closed-connection-removed-twice.scn, from recorded run durable3 seed 12).
+    Uses the `second_removals` budget, though not a fault: the code always makes both calls."""
+    b = s.broker(b_id)
+    if not b.up or slave not in b.closing:
+        return None
+    b = propose_removal(b._replace(closing=b.closing - {slave}), slave, cfg)
+    s = _use(s.with_broker(b), "second_removals")
+    if not _budget_left(s, cfg, "second_removals"):  # no later call can come as a step of its own
+        s = s._replace(brokers=tuple(x._replace(closing=frozenset()) if x.closing else x for x in s.brokers))
+    return s
 
 
 def rule_partition(s: State, cfg: Config, mask: int) -> State | None:
@@ -916,6 +945,7 @@ ACTIONS: dict[str, ActionKind] = {
     "revert_epoch_file": ActionKind(("broker",), _settled(rule_revert_epoch_file), "epoch_file_reverts"),
     "controller_failover": ActionKind((), _settled(rule_controller_failover), "controller_failovers"),
     "consumer_restart": ActionKind((), _settled(rule_consumer_restart), "consumer_restarts"),
+    "ha_second_removal": ActionKind(("broker", "slave"), _settled(rule_ha_second_removal)),
 }
 
 
@@ -992,6 +1022,7 @@ def candidates(s: State, cfg: Config) -> list[Action]:
             if _budget_left(s, cfg, "lingering_connections"):
                 out.append(("ha_linger", i))
         out += [("ha_close_lingering", c.slave) for c in b.conns if c.lingering]
+        out += [("ha_second_removal", i, x) for x in sorted(b.closing)]
         if b.alters:
             out += [("alter_sss", i, 0), ("alter_sss_fail", i)]
             if _budget_left(s, cfg, "lost_responses"):

@@ -7,11 +7,12 @@ steps.jsonl: what could be seen from outside the code after each operation). No 
   proposed {1, 3} from its stale local set while {1, 2} was on its way (the broker's log:
   SyncStateSet [1] -> [1, 2] -> [1, 3] -> [1, 2, 3], controller epoch 4), which the fixed order
   does not take;
-- seed 12: explained up to step 7, where the master's HA links are cut and the code proposes
+- seed 12: every step explained. At step 7 the master's HA links are cut and the code proposes
   each slave's removal twice (AutoSwitchHAConnection's read and write services both call
   removeConnection, AutoSwitchHAConnection.java:275 and :717), ending with SyncStateSet [1] at
-  epoch 8; the model removes each once and keeps [1, 2]. A model gap, reported as the run's
-  conformance violation.
+  epoch 8. The model took one removal per connection and kept [1, 2] (a model gap, reported as
+  the run's conformance violation) until it had the second as a step of its own
+  (`ha_second_removal`).
 
 default-seed-41 (`rmqcheck cluster --config default --faults 4`, ASYNC_FLUSH): the master's flush
 service leaves m5-m7 unflushed (it waits for 4 dirty pages or 10 s), a power loss takes them, and
@@ -46,7 +47,7 @@ from rmqcheck.traces.schema import TraceError
 from rmqcheck.traces.validate import discover, validate_local
 
 RUNS = Path(__file__).parent / "data" / "cluster-runs"
-EXPLAINED, GAP, ASYNC = RUNS / "durable3-seed-11", RUNS / "durable3-seed-12", RUNS / "default-seed-41"
+EXPLAINED, REMOVED_TWICE, ASYNC = RUNS / "durable3-seed-11", RUNS / "durable3-seed-12", RUNS / "default-seed-41"
 CONTROLLER_CUT = RUNS / "isr2-seed-33"
 REVERTED = RUNS / "priority-last-seed-51"
 
@@ -121,8 +122,10 @@ def test_a_controller_path_cut_alone_is_followed_as_the_model_s_controller_cut(m
     links too."""
     f = follow(CONTROLLER_CUT)
     assert f.stopped is None and f.explained == 39
+    # the AlterSyncStateSet fails twice: each removeConnection of the closed connection proposes it
     assert [a for a in f.actions if a[0] in ("controller_cut", "alter_sss_fail", "controller_reconnect")] == \
-        [("controller_cut", 1), ("alter_sss_fail", 1), ("controller_cut", 2), ("controller_reconnect", 2)]
+        [("controller_cut", 1), ("alter_sss_fail", 1), ("alter_sss_fail", 1), ("controller_cut", 2),
+         ("controller_reconnect", 2)]
     monkeypatch.setitem(ACTIONS, "controller_cut", ACTIONS["controller_cut"]._replace(rule=lambda s, cfg, b: None))
     stopped = follow(CONTROLLER_CUT).stopped
     assert stopped.step == 8 and "AlterSyncStateSet was dropped on its way" in stopped.why
@@ -163,28 +166,50 @@ def test_what_an_operation_would_leave_is_what_following_it_leaves_where_the_fix
     assert compared >= 30
 
 
-def test_the_model_gap_of_a_removal_proposed_twice_is_reported_at_its_step():
-    violations, steps, explained = run_records.judge_run(str(GAP))
-    assert (steps, explained) == (40, 6)
+def test_a_closed_connection_removed_twice_explains_the_master_whose_links_were_cut():
+    """Seed 12, step 7: the code proposes [1, 3], [1, 2], [1, 3], [1] and ends at [1], epoch 8.
+    With one removal per connection (no `second_removals` budget) the model ends at [1, 2]."""
+    f = follow(REMOVED_TWICE)
+    assert f.stopped is None and f.explained == 40
+    assert any(a[0] == "ha_second_removal" for at, a in zip(f.steps, f.actions) if at == 7)
+    cfg, records = run_records.read_run(REMOVED_TWICE)
+    room = real_runs.room_for(cfg, records)
+    once = real_runs.Following(room._replace(faults=room.faults._replace(second_removals=0)))
+    assert all(once.take(record) for record in records[:6]) and not once.take(records[6])
+    stopped = once.followed().stopped
+    assert stopped.step == 7 and "controller syncStateSet: model [1, 2], code [1]" in stopped.why
+
+
+def _unreachable_view(tmp_path: Path) -> Path:
+    """durable3-seed-11 with a slave's view at step 4 that no order of the code's steps shows
+    (as in the test above of a view the model cannot reach)."""
+    run = shutil.copytree(EXPLAINED, tmp_path / "runs" / "durable3-seed-11-changed")
+    (run / "steps.jsonl").write_text(_damaged(lambda r: r["view"]["brokers"]["2"].update(messages=[])))
+    return run
+
+
+def test_a_step_the_model_cannot_explain_is_the_runs_conformance_violation(tmp_path):
+    violations, steps, explained = run_records.judge_run(str(_unreachable_view(tmp_path)))
+    assert (steps, explained) == (40, 3)
     (v,) = violations
-    assert v.check == "real_run_conformance" and v.run == "durable3-seed-12" and v.subject == "step 7 (isolate_ha)"
-    assert "controller syncStateSet: model [1, 2], code [1]" in v.detail and "explains 6 of 40" in v.detail
+    assert v.check == "real_run_conformance" and v.run == "durable3-seed-11-changed" and v.subject == "step 4 (put)"
+    assert "broker 2 messages: model ['m1'], code []" in v.detail and "explains 3 of 40" in v.detail
 
 
 def test_validate_counts_the_steps_explained_and_fails_on_the_one_that_is_not(tmp_path, capsys):
-    for run in (EXPLAINED, GAP):  # recorded before the views held flushed positions: compared without them
-        shutil.copytree(run, tmp_path / "runs" / run.name)
+    shutil.copytree(REMOVED_TWICE, tmp_path / "runs" / REMOVED_TWICE.name)
+    _unreachable_view(tmp_path)
     report = validate_local(discover([str(tmp_path / "runs")]))
     assert (report.units["real_runs"], report.units["real_run_steps"], report.units["real_run_steps_explained"]) == \
-        (2, 80, 46)
-    assert [v.run for v in report.violations] == ["durable3-seed-12"]
+        (2, 80, 43)
+    assert [v.run for v in report.violations] == ["durable3-seed-11-changed"]
     code = main(["validate", str(tmp_path / "runs"), "--violations", str(tmp_path / "v.ndjson")])
     text = capsys.readouterr().out
-    assert code == 1 and "2 recorded cluster runs (46 of 80 steps explained by the model)" in text, text
+    assert code == 1 and "2 recorded cluster runs (43 of 80 steps explained by the model)" in text, text
 
 
 def _damaged(change) -> str:
-    """durable3-seed-11's steps.jsonl with its third record changed by `change` (a put)."""
+    """durable3-seed-11's steps.jsonl with its fourth record changed by `change` (a put)."""
     records = [json.loads(line) for line in (EXPLAINED / "steps.jsonl").read_text().splitlines()]
     change(records[3])
     return "".join(json.dumps(r) + "\n" for r in records)

@@ -109,3 +109,24 @@ def test_a_broker_cut_from_the_controller_alone_cannot_shrink_to_itself():
     cut = cx.actions.index(("controller_cut", 1))
     with pytest.raises(ReplayError, match=r"alter_sss_fail\(broker=1\) is not enabled"):
         replay(cx.config, cx.actions[:cut] + cx.actions[cut + 1:])
+
+
+def test_a_closed_connection_is_removed_by_each_of_its_two_services():
+    """scenarios/quirks/ (from the real runs' isolate_ha, durable3 seed 12): each service's
+    removeConnection proposes the removal from the local set as it is then, so master 1 ends at
+    {1}; one removal per connection ends at {1, 2}, a member with no connection. Without the
+    `second_removals` budget the second call is not a step of its own."""
+    cx = read(SCENARIOS / "quirks" / "closed-connection-removed-twice.scn")
+    r = replay(cx.config, cx.actions, frozenset(expected_ids(cx.config)))
+    assert r.first() is None
+    applied = [s.ctrl.applied.sss for s in r.states]
+    assert [x for i, x in enumerate(applied) if i == 0 or x != applied[i - 1]][-5:] == \
+        [{1, 2, 3}, {1, 3}, {1, 2}, {1, 3}, {1}]  # the code's four proposals, accepted in order
+    end = r.states[-1]
+    assert (end.broker(1).sss, end.broker(1).sss_epoch) == ({1}, 7) and not end.broker(1).closing
+    second = cx.actions.index(("ha_second_removal", 1, 2))
+    once = replay(cx.config, cx.actions[:second] + (("alter_sss", 1, 0),) * 2).states[-1]
+    assert end.broker(1).conns == once.broker(1).conns == () and once.broker(1).sss == {1, 2}
+    no_budget = cx.config._replace(faults=cx.config.faults._replace(second_removals=0))
+    with pytest.raises(ReplayError, match=r"ha_second_removal\(broker=1, slave=2\) is not enabled"):
+        replay(no_budget, cx.actions)

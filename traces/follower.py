@@ -166,6 +166,7 @@ class Follower:
             if b.role == SLAVE and self._ha_open(s, i):
                 yield from (("ha_connect", i), ("ha_transfer", i), ("ha_slave_ack", i), ("ha_read_ack", i))
             yield ("ha_timeout", i)  # a connection across the model's partition found dead
+            yield from (("ha_second_removal", i, x) for x in sorted(b.closing))
             for p in b.puts:
                 yield from (("put_complete", i, p.msg), ("put_timeout", i, p.msg))
             yield ("dispatch", i)

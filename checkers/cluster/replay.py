@@ -339,6 +339,7 @@ STEPS: dict[str, Step] = {
     "ha_slave_ack": ha_slave_ack,
     "ha_read_ack": ha_read_ack,
     "ha_timeout": _fixed(OWN, "a cut link closes the connection at once"),
+    "ha_second_removal": _fixed(OWN, "a closed connection's second service ends by itself"),
     "check_sss": _task("check_sss"),
     "alter_sss": _alter_sss(DELIVER),
     "alter_sss_fail": _alter_sss(DROP),

@@ -71,7 +71,7 @@ MODEL_ONLY = {
     "put_complete": (_STORE, "GroupTransferService (store)"), "put_timeout": (_STORE, "GroupTransferService (store)"),
     "dispatch": (_STORE, "ReputMessageService (store)"), "flush": (_STORE, "FlushRealTimeService (store)"),
     "ha_connect": _CONN, "ha_transfer": _CONN, "ha_slave_ack": _CONN, "ha_read_ack": _CONN, "ha_timeout": _CONN,
-    "conn_reset": _CONN, "ha_linger": _CONN, "ha_close_lingering": _CONN,
+    "conn_reset": _CONN, "ha_linger": _CONN, "ha_close_lingering": _CONN, "ha_second_removal": _CONN,
     "check_sss": _RM, "alter_sss": _RM, "alter_sss_fail": _RM, "sync_replica_info": _RM, "register": _RM,
     "heartbeat": _RM, "finish_promotion": ("ReplicasManager", "ReplicasManager (broker), DefaultMessageStore recovery"),
     "sync_consumer_offsets": ("broker", "SlaveSynchronize (broker)"),

@@ -60,8 +60,8 @@ from rmqcheck.checkers.search import level_tasks as tasks
 from rmqcheck.checkers.search.coverage import Coverage
 from rmqcheck.checkers.search.level_tasks import Files, Job
 
-VERSION = 6  # 4: frontier states carry their rank in the level's canonical order; 5: State.off_controller;
-# 6: EpochFile.synced
+VERSION = 7  # 4: frontier states carry their rank in the level's canonical order; 5: State.off_controller;
+# 6: EpochFile.synced; 7: Broker.closing, FaultBudget.second_removals
 ROWS_PER_TASK = 20_000  # at most this many states in a frontier file (one task of the next level)
 TASKS_PER_CORE = 4  # a level is cut into about this many tasks a core, while files hold 500 states
 MIN_FREE_BYTES = 256 * 2**20  # a level is not started with less free space in the work directory
