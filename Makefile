@@ -10,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast hunt bench bench-portfolio bench-spark bench-explore-spark java jdk chromium matrix bugs report clean lower-bounds constraints
+.PHONY: run test test-fast findings-check hunt bench bench-portfolio bench-spark bench-explore-spark java jdk chromium matrix bugs report clean lower-bounds constraints
 
 # Create the virtual environment if missing and install everything at the versions of
 # constraints.txt (pyproject.toml has the ranges a user's `pip install rmqcheck` accepts). No
@@ -90,6 +90,12 @@ test: $(STAMP) java jdk chromium
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slow and not bench and not heavy"
 
+# Each finding's patch tested three ways: the model's intended form (conform), the running code
+# (the finding's scenario and seeded cluster runs), RocketMQ's own JUnit tests without the slow
+# classes (docs/findings/README.md; about 30 minutes on 2 cores). CI runs it where RocketMQ's tree is.
+findings-check: $(STAMP) java jdk
+	$(BIN)/rmqcheck findings --check --tests quick --junit build/findings-junit.xml
+
 # Every bug toggle hunted with the budget of the acceptance check, plus a long hunt of the
 # intended baseline. On both cores: the acceptance hunts count work, not seconds.
 hunt: $(STAMP) java jdk
@@ -103,10 +109,12 @@ bench: $(STAMP) java jdk
 	$(BIN)/python bench/cluster.py
 	$(BIN)/python bench/schedule_reach.py
 
-# The portfolio's methods in turns against side by side, on every controller-mode toggle (about
-# 40 minutes on 2 cores; docs/bugs.md).
+# The portfolio's methods in turns against side by side, then its guided turns all plain against
+# every second one stratified, on every controller-mode toggle (about 40 and 30 minutes on 2
+# cores; docs/bugs.md).
 bench-portfolio: $(STAMP)
 	$(BIN)/python bench/portfolio_split.py
+	$(BIN)/python bench/portfolio_split.py --compare stratified
 
 # Trace validation at scale: 10^7 recorded events (cached under build/), local engine vs Spark.
 bench-spark: $(STAMP) java

@@ -208,6 +208,31 @@ def test_the_portfolio_runs_every_method_and_says_which_found_what(jobs):
     assert not multiprocessing.active_children()
 
 
+def test_every_second_guided_turn_of_a_portfolio_can_run_stratified_swarm_rounds(monkeypatch):
+    """With STRATIFIED_EVERY = 2 the portfolio reaches what only stratified rounds reach (the test
+    below), while the first turn, where plain rounds find most toggles, stays plain; the default
+    (0) keeps every turn plain until the bench has measured it."""
+    from rmqcheck.checkers.search import portfolio as pf
+    from rmqcheck.checkers.search.walk import WalkResult
+    from rmqcheck.model import configs
+
+    turns = []
+
+    def recorded(cfg, seed, budget, invariants, stratified=False):
+        turns.append((seed, stratified))
+        return WalkResult(0, 0, 0.0, None, None, 0)
+
+    monkeypatch.setattr(pf, "guided", recorded)
+    monkeypatch.setattr(pf, "METHODS", ("guided",))
+    cfg = configs.exposing(frozenset({"equal_start_epoch_not_recorded"}))
+    pf.portfolio(cfg, {"I5"}, 1, seed=5, rounds=4)
+    assert turns == [(5, False), (6, False), (7, False), (8, False)]
+    turns.clear()
+    monkeypatch.setattr(pf, "STRATIFIED_EVERY", 2)
+    pf.portfolio(cfg, {"I5"}, 1, seed=5, rounds=4)
+    assert turns == [(5, False), (6, True), (7, False), (8, True)]
+
+
 def test_a_method_that_fails_side_by_side_fails_the_portfolio_with_its_traceback(monkeypatch):
     from rmqcheck.checkers.search import portfolio as pf
     from rmqcheck.model import configs

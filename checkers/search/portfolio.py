@@ -4,10 +4,10 @@ No single method finds every bug soonest (the bug table in docs/bugs.md says whi
 the Hypothesis stateful hunt shrinks well, guided walks reach deep states from a corpus,
 breadth-first exploration of growing scopes finds the shortest counterexample of a small one.
 So a portfolio runs them all, each in turns (`rounds` of them) with fresh seeds per turn
-(stateful batches continue where the last turn stopped; guided walks take seed, seed + 1, ...;
-exploration is deterministic and resumes where it stopped). A target invariant found by one
-method is dropped from every method's targets; the first finding of each says which method,
-which seed and how many seconds into the hunt it took.
+(stateful batches continue where the last turn stopped; guided walks take seed, seed + 1, ...,
+optionally with stratified swarm rounds every STRATIFIED_EVERY-th turn; exploration is
+deterministic and resumes where it stopped). A target invariant found by one method is dropped from every method's targets; the
+first finding of each says which method, which seed and how many seconds into the hunt it took.
 
 With one job the methods take turns on one core, each a third of the budget. With two or more
 they run side by side, a process each, every one for the whole budget: on two cores each gets
@@ -35,6 +35,12 @@ from rmqcheck.checkers.search.walk import guided
 # In this order within a round: a stateful batch overshoots its slice (up to the portfolio's end; the budget is checked
 # between batches), so it goes last and the next round's shares absorb it.
 METHODS = ("guided", "explore", "stateful")
+# With STRATIFIED_EVERY = k > 0, every k-th guided turn (with 2: the second, the fourth, ...) runs
+# stratified swarm rounds (walk.py), which reach a restart with the saved confirmOffset inside a
+# message that plain rounds never reach (issue 43); the first turn, where plain rounds find most
+# toggles, stays plain. 0 (none) until `bench/portfolio_split.py --compare stratified` shows no
+# toggle found later with 2.
+STRATIFIED_EVERY = 0
 
 
 class Found(NamedTuple):
@@ -117,9 +123,10 @@ class _Turns:
             return [] if finding is None else [(finding, result.seed)]
         if self.method == "guided":
             run_seed = self.next_seed
+            stratified = STRATIFIED_EVERY > 0 and len(self.seeds) % STRATIFIED_EVERY == STRATIFIED_EVERY - 1
             self.seeds.append(run_seed)
             self.next_seed += 1
-            hit = guided(cfg, run_seed, seconds, remaining).hit
+            hit = guided(cfg, run_seed, seconds, remaining, stratified=stratified).hit
             if hit is None:
                 return []
             return [(explain(cfg, list(hit.shrunk), hit.invariant, hit.message, run_seed, "guided", len(hit.actions)),
