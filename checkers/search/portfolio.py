@@ -6,8 +6,9 @@ breadth-first exploration of growing scopes finds the shortest counterexample of
 So a portfolio runs them all, each in turns (`rounds` of them) with fresh seeds per turn
 (stateful batches continue where the last turn stopped; guided walks take seed, seed + 1, ...,
 optionally with stratified swarm rounds every STRATIFIED_EVERY-th turn; exploration is
-deterministic and resumes where it stopped). A target invariant found by one method is dropped from every method's targets; the
-first finding of each says which method, which seed and how many seconds into the hunt it took.
+deterministic and resumes where it stopped). A target invariant found by one method is dropped
+from every method's targets; the first finding of each says which method, which seed and how
+many seconds into the hunt it took.
 
 With one job the methods take turns on one core, each a third of the budget. With two or more
 they run side by side, a process each, every one for the whole budget: on two cores each gets
