@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 DRIVEN, OWN, NOT_DRIVABLE = "driven", "the code's own", "not drivable"
 FRAME_WAIT = 3.0  # seconds to wait for a frame the code sends on its own (an ack: every 100 ms)
+APPLY_WAIT = 10.0  # seconds a slave may take to apply frames released to it (a new file, a GC pause)
 CONNECT_WAIT = 7.0  # an HA client whose connection closed tries again after 5 s
 # replay --cluster scales the model's sizes: a message of N model bytes is stored in N x CELL_BYTES
 # bytes (its body padded; one with a short name takes about 109 unpadded), and haTransferBatchSize
@@ -89,11 +90,32 @@ def ha_transfer(x: Context, a: Action, before: State, after: State) -> tuple[str
     # whenever haSendHeartbeatInterval (100 ms here, shorter than a step) has passed, headed with
     # the epoch it transfers, which the slave records: before a batch the model sends, not delivered.
     beats = {i for i, f in enumerate(frames[:n]) if data_in_model and frame_state(f) == TRANSFER and not carries_data(f)}
+    acks = len(link.held(to_master=True))
     link.drop_held(False, beats)
     link.release(False, n - len(beats))
     data = sum(1 for f in frames[:n] if carries_data(f))
+    applied = _applied(x, link, slave, max((data_end(f) for f in frames[:n] if carries_data(f)), default=-1),
+                       acks + n - len(beats))
     return DRIVEN, f"{n - len(beats)} frames to broker {a[1]} ({data} with messages)" + \
-        (f"; {len(beats)} heartbeats before them not delivered" if beats else "")
+        (f"; {len(beats)} heartbeats before them not delivered" if beats else "") + \
+        ("" if applied else f"; broker {slave} had not applied them after {APPLY_WAIT:.0f} s")
+
+
+def _applied(x: Context, link, slave: int, end: int, acks: int) -> bool:
+    """Wait until the slave has applied the frames just released (its commit log reaches `end`,
+    the last data released, and it has written the ack it sends after each transfer frame: `acks`
+    frames held towards the master) or has left TRANSFER. The settle after a step waits only for
+    a quiet cluster, and a slave's first append, which maps a new commit-log file, can stay
+    quiet longer."""
+    deadline = time.monotonic() + APPLY_WAIT
+    while time.monotonic() < deadline:
+        state = x.c.observe(slave) or {}
+        if state.get("client") != "TRANSFER":  # the frames broke the connection: nothing more comes
+            return True
+        if state.get("max_offset", -1) >= end and len(link.held(to_master=True)) >= acks:
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def ha_slave_ack(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
