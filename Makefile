@@ -92,8 +92,8 @@ test-fast: $(STAMP)
 
 # Each finding's patch tested three ways: the model's intended form (conform), the running code
 # (the finding's scenario and seeded cluster runs), RocketMQ's own JUnit tests without the slow
-# classes (docs/findings/README.md; about 40 minutes on 2 cores). Not in CI yet: one running-code
-# check depends on the code's timing (docs/findings/README.md).
+# classes (docs/findings/README.md; about 35-40 minutes on 2 cores). `.ci/run` runs it after
+# `make test` where a RocketMQ tree is present.
 findings-check: $(STAMP) java jdk
 	$(BIN)/rmqcheck findings --check --tests quick --junit build/findings-junit.xml
 
