@@ -70,6 +70,14 @@ def data_end(frame: bytes) -> int:
     return int.from_bytes(frame[8:16], "big", signed=True) + int.from_bytes(frame[4:8], "big", signed=True)
 
 
+def header_confirm(frame: bytes) -> int | None:
+    """The confirmOffset a master-to-slave transfer frame's header carries (its last 8 bytes);
+    None for any other frame."""
+    if frame_state(frame) != TRANSFER or len(frame) < _TO_SLAVE_HEADER[TRANSFER]:
+        return None
+    return int.from_bytes(frame[28:36], "big", signed=True)
+
+
 def carries_data(frame: bytes) -> bool:
     """A master-to-slave transfer frame with a body (messages), not a heartbeat."""
     return frame_state(frame) == TRANSFER and int.from_bytes(frame[4:8], "big", signed=True) > 0

@@ -10,7 +10,7 @@ from rmqcheck.model import commitlog as cl
 from rmqcheck.model.step import Action
 from rmqcheck.model.world import State
 
-from .proxy import CUT, HANDSHAKE, TRANSFER, carries_data, data_end, frame_state
+from .proxy import CUT, HANDSHAKE, TRANSFER, carries_data, data_end, frame_state, header_confirm
 
 if TYPE_CHECKING:
     from .replay import Context
@@ -90,29 +90,30 @@ def ha_transfer(x: Context, a: Action, before: State, after: State) -> tuple[str
     # whenever haSendHeartbeatInterval (100 ms here, shorter than a step) has passed, headed with
     # the epoch it transfers, which the slave records: before a batch the model sends, not delivered.
     beats = {i for i, f in enumerate(frames[:n]) if data_in_model and frame_state(f) == TRANSFER and not carries_data(f)}
-    acks = len(link.held(to_master=True))
     link.drop_held(False, beats)
     link.release(False, n - len(beats))
     data = sum(1 for f in frames[:n] if carries_data(f))
-    applied = _applied(x, link, slave, max((data_end(f) for f in frames[:n] if carries_data(f)), default=-1),
-                       acks + n - len(beats))
+    sent = [f for i, f in enumerate(frames[:n]) if i not in beats]
+    applied = _applied(x, slave, max((data_end(f) for f in sent if carries_data(f)), default=-1),
+                       header_confirm(sent[-1]) if sent else None)
     return DRIVEN, f"{n - len(beats)} frames to broker {a[1]} ({data} with messages)" + \
         (f"; {len(beats)} heartbeats before them not delivered" if beats else "") + \
         ("" if applied else f"; broker {slave} had not applied them after {APPLY_WAIT:.0f} s")
 
 
-def _applied(x: Context, link, slave: int, end: int, acks: int) -> bool:
-    """Wait until the slave has applied the frames just released (its commit log reaches `end`,
-    the last data released, and it has written the ack it sends after each transfer frame: `acks`
-    frames held towards the master) or has left TRANSFER. The settle after a step waits only for
-    a quiet cluster, and a slave's first append, which maps a new commit-log file, can stay
-    quiet longer."""
+def _applied(x: Context, slave: int, end: int, confirm: int | None) -> bool:
+    """Wait until the slave has applied the frames just released: its commit log reaches `end`
+    (the last data released) and its confirmOffset is the last frame's, clamped to its log
+    (AutoSwitchHAClient sets it after each transfer frame), or it has left TRANSFER. The settle
+    after a step waits only for a quiet cluster, and a slave's first append, which maps a new
+    commit-log file, can stay quiet longer."""
     deadline = time.monotonic() + APPLY_WAIT
     while time.monotonic() < deadline:
         state = x.c.observe(slave) or {}
         if state.get("client") != "TRANSFER":  # the frames broke the connection: nothing more comes
             return True
-        if state.get("max_offset", -1) >= end and len(link.held(to_master=True)) >= acks:
+        top = state.get("max_offset", -1)
+        if top >= end and (confirm is None or state.get("confirm_offset") == min(confirm, top)):
             return True
         time.sleep(0.02)
     return False

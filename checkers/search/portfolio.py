@@ -39,8 +39,8 @@ METHODS = ("guided", "explore", "stateful")
 # With STRATIFIED_EVERY = k > 0, every k-th guided turn (with 2: the second, the fourth, ...) runs
 # stratified swarm rounds (walk.py), which reach a restart with the saved confirmOffset inside a
 # message that plain rounds never reach (issue 43); the first turn, where plain rounds find most
-# toggles, stays plain. 0 (none) until `bench/portfolio_split.py --compare stratified` shows no
-# toggle found later with 2.
+# toggles, stays plain. 0 (none): with 2, `bench/portfolio_split.py --compare stratified` found two
+# toggles later and as many sooner (docs/exploration.md).
 STRATIFIED_EVERY = 0
 
 
