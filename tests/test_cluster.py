@@ -200,6 +200,31 @@ def test_frames_are_cut_where_the_ha_protocol_says():
     assert frame_end(b"\0\0\0\x09" + bytes(8), to_master=False) == -1  # not a frame: passed on as it comes
 
 
+def test_a_released_transfer_is_waited_for_until_the_slave_has_applied_it(monkeypatch):
+    """The step's state is read only once the slave's log reaches the data released and its
+    confirmOffset is the last frame's, clamped to its log (a slave's first append can outlast
+    the settle's quiet window); a slave that left TRANSFER is not waited for."""
+    from types import SimpleNamespace
+
+    from rmqcheck.checkers.cluster import stepping
+    from rmqcheck.checkers.cluster.proxy import header_confirm
+
+    assert header_confirm(heartbeat(7)) == 7 and header_confirm(ack(7)) is None
+    monkeypatch.setattr(stepping.time, "sleep", lambda s: None)
+
+    def slave(*states):
+        seen = iter(states)
+        return SimpleNamespace(c=SimpleNamespace(observe=lambda b: next(seen)))
+
+    on = lambda top, confirm: {"client": "TRANSFER", "max_offset": top, "confirm_offset": confirm}  # noqa: E731
+    x = slave(on(0, 0), on(128, 0), on(128, 128), on(0, 0))
+    assert stepping._applied(x, 2, 128, 256)  # applied at the third look: confirm min(256, 128)
+    assert x.c.observe(2) == on(0, 0)  # and looked no further
+    assert stepping._applied(slave({"client": "READY"}), 2, 128, 256)
+    monkeypatch.setattr(stepping, "APPLY_WAIT", 0.05)
+    assert not stepping._applied(slave(*[on(128, 0)] * 100_000), 2, 128, 256)
+
+
 def test_the_schedule_is_the_seed_s_and_bounds_the_faults():
     a, b = cluster_run.schedule(7, 3, 200, 3), cluster_run.schedule(7, 3, 200, 3)
     assert a == b and a != cluster_run.schedule(8, 3, 200, 3)

@@ -63,7 +63,8 @@ def ha_transfer(x: Context, a: Action, before: State, after: State) -> tuple[str
     """`ha_transfer`: the master's frames until the slave has each whole message the model's
     slave has after the step (batches as the model's, `CELL_BYTES`), up
     to the first with data when the model's transfer carries only part of one, or one heartbeat
-    when it carries none; frames the master has not written yet are waited for."""
+    when it carries none; frames the master has not written yet are waited for, and so is the
+    slave, until it has applied them (`_applied`)."""
     slave = a[1]
     link = _link_of(x, slave, before)
     if link is None:
@@ -91,12 +92,11 @@ def ha_transfer(x: Context, a: Action, before: State, after: State) -> tuple[str
     # the epoch it transfers, which the slave records: before a batch the model sends, not delivered.
     beats = {i for i, f in enumerate(frames[:n]) if data_in_model and frame_state(f) == TRANSFER and not carries_data(f)}
     link.drop_held(False, beats)
-    link.release(False, n - len(beats))
-    data = sum(1 for f in frames[:n] if carries_data(f))
     sent = [f for i, f in enumerate(frames[:n]) if i not in beats]
-    applied = _applied(x, slave, max((data_end(f) for f in sent if carries_data(f)), default=-1),
-                       header_confirm(sent[-1]) if sent else None)
-    return DRIVEN, f"{n - len(beats)} frames to broker {a[1]} ({data} with messages)" + \
+    link.release(False, len(sent))
+    data = [f for f in sent if carries_data(f)]
+    applied = _applied(x, slave, max(map(data_end, data), default=-1), header_confirm(sent[-1]) if sent else None)
+    return DRIVEN, f"{len(sent)} frames to broker {a[1]} ({len(data)} with messages)" + \
         (f"; {len(beats)} heartbeats before them not delivered" if beats else "") + \
         ("" if applied else f"; broker {slave} had not applied them after {APPLY_WAIT:.0f} s")
 
