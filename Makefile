@@ -111,8 +111,8 @@ bench: $(STAMP) java jdk
 	$(BIN)/python bench/schedule_reach.py
 
 # The portfolio's methods in turns against side by side, then its guided turns all plain against
-# every second one stratified, on every controller-mode toggle (about 40 and 30 minutes on 2
-# cores; docs/bugs.md).
+# every second one stratified, on every controller-mode toggle (about 40 and 45 minutes on 2
+# cores; docs/bugs.md, docs/exploration.md).
 bench-portfolio: $(STAMP)
 	$(BIN)/python bench/portfolio_split.py
 	$(BIN)/python bench/portfolio_split.py --compare stratified

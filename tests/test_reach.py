@@ -211,7 +211,7 @@ def test_the_portfolio_runs_every_method_and_says_which_found_what(jobs):
 def test_every_second_guided_turn_of_a_portfolio_can_run_stratified_swarm_rounds(monkeypatch):
     """With STRATIFIED_EVERY = 2 the portfolio reaches what only stratified rounds reach (the test
     below), while the first turn, where plain rounds find most toggles, stays plain; the default
-    (0) keeps every turn plain until the bench has measured it."""
+    (0, as the bench measured: docs/exploration.md) keeps every turn plain."""
     from rmqcheck.checkers.search import portfolio as pf
     from rmqcheck.checkers.search.walk import WalkResult
     from rmqcheck.model import configs
