@@ -10,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast findings-check hunt bench bench-portfolio bench-spark bench-explore-spark java jdk chromium matrix bugs report clean lower-bounds constraints
+.PHONY: run test test-fast findings-check hunt bench soak bench-portfolio bench-spark bench-explore-spark java jdk chromium matrix bugs report clean lower-bounds constraints
 
 # Create the virtual environment if missing and install everything at the versions of
 # constraints.txt (pyproject.toml has the ranges a user's `pip install rmqcheck` accepts). No
@@ -109,6 +109,11 @@ bench: $(STAMP) java jdk
 	$(BIN)/python bench/conform.py
 	$(BIN)/python bench/cluster.py
 	$(BIN)/python bench/schedule_reach.py
+
+# A 30-minute soak of the cluster (`rmqcheck cluster --soak 1800`), then its record validated by
+# both engines: the figures docs/cluster.md gives (about 35 minutes on 2 cores).
+soak: $(STAMP) java jdk
+	$(BIN)/python bench/soak.py
 
 # The portfolio's methods in turns against side by side, then its guided turns all plain against
 # every second one stratified, on every controller-mode toggle (about 40 and 45 minutes on 2

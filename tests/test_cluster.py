@@ -232,6 +232,70 @@ def test_the_schedule_is_the_seed_s_and_bounds_the_faults():
     assert {op.f for op in a} >= {"put", "read", "round"}
 
 
+def test_a_soak_s_faults_are_the_seed_s_and_each_is_healed_its_way():
+    from itertools import islice
+
+    from rmqcheck.checkers.cluster.soak import fault_plan
+
+    a, b = list(islice(fault_plan(5, 3), 200)), list(islice(fault_plan(5, 3), 200))
+    assert a == b and a != list(islice(fault_plan(6, 3), 200))
+    assert {f.op.f for f in a} == set(cluster_run.FAULTS)
+    for f in a:  # a crash or power loss by its broker's restart (MASTER: the one it hit), the rest by healing
+        assert f.healing == (cluster_run.Op("restart", f.op.arg) if f.op.f in ("crash", "power_loss")
+                             else cluster_run.Op("heal"))
+        assert f.gap > 0 and f.hold > 0
+
+
+def test_a_soak_s_history_rotates_and_reads_back_as_the_one_run_it_is(tmp_path):
+    """What RotatingHistory writes in parts is what History writes whole, record for record."""
+    from rmqcheck.checkers.cluster.soak import RotatingHistory
+
+    whole, parts = cluster_run.History(tmp_path / "whole" / "soak-1-history"), \
+        RotatingHistory(tmp_path / "soak-1-history", part_lines=4)
+    (tmp_path / "whole").mkdir()
+    for h in (whole, parts):
+        h.fault("crash", "start")
+        for n in range(1, 6):
+            h.request(n, f"m{n}", 0)
+        for n in range(1, 6):
+            h.response(n, f"m{n}", 0, "SUCCESS" if n != 3 else "FAILURE")
+        h.read(0, "m1", 0)
+        h.write()
+    assert parts.records == 12 and parts.parts == 3 and sorted(p.name for p in tmp_path.glob("soak-1-history.*")) == \
+        ["soak-1-history.00000", "soak-1-history.00001", "soak-1-history.00002"]
+    mine, _ = read_history(str(tmp_path / "soak-1-history.00000"))
+    theirs, _ = read_history(str(whole.path))
+    assert mine == theirs and mine.num_rows == 6  # the same run name, and the lines' places in it
+    assert [v.subject for v in validate_local(discover([str(tmp_path / "soak-1-history.00000")])).violations] == \
+        [f"message m{n}" for n in (2, 4, 5)]  # acked, never read
+
+
+def test_the_consumer_takes_the_next_offset_the_store_gives_as_a_rocketmq_consumer_does(tmp_path):
+    """A master's store corrects an offset beyond its queue to the queue's end (a new master whose
+    queue is shorter than what the consumer read on the old one): the consumer goes on from there
+    and reads what the new master appends, instead of waiting beyond it for ever."""
+    answers = [{"status": "OFFSET_OVERFLOW_BADLY", "next": 3, "messages": []},
+               {"status": "FOUND", "next": 5, "messages": [{"msg": "m7", "queue_offset": 3, "offset": 0},
+                                                         {"msg": None, "queue_offset": 4, "offset": None}]}]
+    asked = []
+
+    class Store:
+        nodes = {1: SimpleNamespace(alive=True)}
+
+        def master(self):
+            return 1
+
+        def read(self, b, queue, offset, max_messages=32):
+            asked.append(offset)
+            return answers.pop(0)
+
+    client = cluster_run.Client(Store(), cluster_run.History(tmp_path / "history"), 1)
+    client.offsets[0] = 9
+    assert client.read(0) == 0 and client.offsets[0] == 3
+    assert client.read(0) == 2 and client.offsets[0] == 5 and asked == [9, 3]
+    assert client.history.lines[-1].split("\t")[4] == "m7" and client.undecodable == [(1, 0, 4)]
+
+
 def test_a_minority_partition_cuts_the_links_across_and_the_controller_only(monkeypatch):
     """The target and its peer keep their HA link and lose the controller and the others."""
     monkeypatch.setattr(LinkProxy, "set_mode", lambda self, mode: setattr(self, "mode", mode))

@@ -177,6 +177,33 @@ def test_recorded_runs_of_the_real_classes_validate_on_both_engines(tmp_path, ca
     assert validate_spark(inputs, spark=spark).violations == local.violations
 
 
+@needs_rocketmq
+def test_a_soak_of_the_cluster_is_recorded_in_parts_and_validates_alike_on_both_engines(tmp_path, capsys, spark,
+                                                                                        monkeypatch):
+    """`cluster --soak`: steady load and faults on RocketMQ's running code, the history in rotating
+    parts (small ones here), then `validate` of the folder: one run, and the same report on Spark."""
+    from rmqcheck.checkers.cluster import soak
+    from rmqcheck.traces.spark import validate_spark
+
+    monkeypatch.setattr(soak, "PART_LINES", 2000)
+    out = tmp_path / "soak"
+    code = main(["cluster", "--soak", "15", "--seed", "2", "--out", str(out), "--keep-stores"])
+    text = capsys.readouterr().out
+    assert code in (0, 1), text  # 1: a violation the configuration does not explain (listed, kept)
+    record = json.loads((out / "soak-2" / "soak.json").read_text())
+    assert record["kind"] == "rmqcheck cluster soak" and record["seed"] == 2 and record["seconds"] >= 15
+    assert record["statuses"].get("PUT_OK", 0) > 100 and record["parts"] >= 2 and "events recorded" in text
+    inputs = discover([str(out)])
+    assert len(inputs.histories) == 1 and len(inputs.store_sets) == 1 and len(inputs.log_sets) == 1
+    local = validate_local(inputs)
+    assert local.units["history_records"] == record["events"] and local.units["histories"] == 1
+    remote = validate_spark(inputs, spark=spark)
+    assert remote.violations == local.violations and remote.units == local.units
+    assert main(["cluster", "--soak", "0", "--out", str(tmp_path / "x")]) == 2
+    assert main(["cluster", "--soak", "5", "--baseline", str(tmp_path), "--out", str(tmp_path / "x")]) == 2
+    assert "--soak is one run" in capsys.readouterr().err
+
+
 def to_parquet(part: Path) -> Path:
     """The same records as a Parquet part file (the NDJSON one removed)."""
     target = part.with_suffix(".parquet")
@@ -422,6 +449,25 @@ def test_an_openchaos_history_alone_validates_on_the_local_engine(tmp_path, caps
     assert main(["validate", str(history), "--violations", str(tmp_path / "v.ndjson"), "--quiet"]) == 1
     out = capsys.readouterr().out
     assert "0 events in 0 runs, 1 OpenChaos histories (24 records)" in out and "lost_ack" in out
+
+
+def test_a_history_in_rotating_parts_is_one_run_and_a_missing_part_is_named(tmp_path):
+    """`cluster --soak` writes its history in parts; a send's request and response may sit in two
+    of them. Read in order they are the one file, violation for violation; a gap is bad input."""
+    whole = Path(__file__).parent / "data" / "openchaos-queue-history"
+    lines = whole.read_text().splitlines(keepends=True)
+    assert lines[7].split("\t")[2] == "REQUEST" and lines[8].split("\t")[2] == "RESPONSE"  # m4's, cut between
+    for i, (a, b) in enumerate([(0, 8), (8, 15), (15, len(lines))]):
+        (tmp_path / f"{whole.name}.{i:05d}").write_text("".join(lines[a:b]))
+    local = validate_local(discover([str(tmp_path)]))
+    assert local.violations == validate_local(discover([str(whole)])).violations
+    assert local.units["histories"] == 1 and local.units["history_records"] == len(lines)
+    (tmp_path / f"{whole.name}.00001").unlink()
+    with pytest.raises(TraceError, match="part 00001 of this rotated history is missing"):
+        validate_local(discover([str(tmp_path)]))
+    (tmp_path / f"{whole.name}.00000").unlink()
+    with pytest.raises(TraceError, match="whose first part, openchaos-queue-history.00000, is missing"):
+        discover([str(tmp_path)])
 
 
 @pytest.mark.parametrize("make", ["empty-trace", "empty-history", "no-events"])

@@ -97,7 +97,7 @@ def discover(paths: Iterable[str]) -> Inputs:
             elif f.name in (stores.FILE, stores.BAK):
                 sets.add(str(f.parent.parent))
             elif openchaos.is_history(str(f)):
-                hist.add(str(f))
+                hist.add(openchaos.first_part(str(f)))
             elif logs.FILES.fullmatch(f.name):
                 log_sets.add(str(f.parent.parent))
             elif f.name == run_records.RUN:

@@ -30,40 +30,18 @@ from . import epochfiles
 from .controller import Controller
 from .node import BrokerNode, Item, NodeError
 from .proxy import OPEN, STEP, LinkProxy
+from .settings import ClusterConfig  # noqa: F401 (callers take it from here too)
 
 DELIVER, DROP, LOSE_ANSWER = "deliver", "drop", "lose_answer"
 
 
-class ClusterConfig(NamedTuple):
-    """A cluster's settings: the model's configuration's (model/config.py) in RocketMQ's terms."""
-
-    brokers: int = 3
-    flush: str = "SYNC_FLUSH"
-    all_ack: bool = True
-    in_sync_replicas: int = 1
-    min_in_sync_replicas: int = 1
-    async_learners: tuple[int, ...] = ()
-    priorities: tuple[int, ...] = ()
-    unclean: bool = False
-    heartbeat_timeout: int = 2  # controller ticks
-    file_size: int = 1 << 20
-    slave_timeout_ms: int = 3000
-    not_catchup_ms: int = 2000
-    ha_heartbeat_ms: int = 100
-    ha_housekeeping_ms: int = 60_000
-    ha_batch_bytes: int = 32 * 1024  # haTransferBatchSize (RocketMQ's default; replay --cluster: small)
-    epoch_file_writeback: int | None = 1  # ticks before an epoch-file version survives a power loss; None: all
-
-    @classmethod
-    def from_model(cls, cfg: Any) -> "ClusterConfig":
-        """The cluster for a model configuration (the fields both have; offsets are the store's)."""
-        return cls(brokers=cfg.brokers, flush=cfg.flush, all_ack=cfg.all_ack, in_sync_replicas=cfg.in_sync_replicas,
-                   min_in_sync_replicas=cfg.min_in_sync_replicas, async_learners=tuple(cfg.async_learners),
-                   priorities=tuple(cfg.priorities), unclean=cfg.unclean)
-
-
 class ClusterError(RuntimeError):
-    """The harness could not do what was asked: names the broker and what happened."""
+    """The harness could not do what was asked: names the broker and what happened; `broker`,
+    when a broker's command failed (no answer in time, an exception, its JVM died)."""
+
+    def __init__(self, message: str, broker: int | None = None) -> None:
+        super().__init__(message)
+        self.broker = broker
 
 
 class Put(NamedTuple):
@@ -99,6 +77,7 @@ class Cluster:
         # Slaves stuck (no progress for `stuck_after` s) at this max offset: not waited for there.
         self.stranded: dict[int, int] = {}
         self.exited: set[int] = set()  # JVM pids whose output has all been read
+        self.command_timeout = 60.0  # seconds a command may take before the broker counts as hung
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -132,7 +111,7 @@ class Cluster:
         for b in self.brokers:  # a start that found no master (a learner not to be elected) tries again, as
             if (self.observe(b) or {}).get("rm_state") not in (None, "RUNNING"):  # its start-retry loop would
                 self.task(b, "retry_start")
-        self._note_epoch_files()  # what the start wrote, at the controller's first tick
+        self.note_epoch_files()  # what the start wrote, at the controller's first tick
 
     def close(self) -> None:
         for node in self.nodes.values():
@@ -213,8 +192,10 @@ class Cluster:
                 return body
         return None
 
-    def call(self, b: int, op: str, timeout: float = 60.0, **args: Any) -> dict[str, Any]:
-        """A command to broker `b`, its reply; RPCs meanwhile are handled as the policy says."""
+    def call(self, b: int, op: str, timeout: float | None = None, **args: Any) -> dict[str, Any]:
+        """A command to broker `b`, its reply (within `timeout`, else `command_timeout`, seconds);
+        RPCs meanwhile are handled as the policy says."""
+        timeout = timeout or self.command_timeout
         node = self.nodes[b]
         while self.stepping and op != "state" and self._held(b) and self._waits_in_rpc(b):  # a proposal the
             self.unreleased.append((b, self.release_rpc(b, DROP)))  # model never released fails: the next can run
@@ -227,16 +208,25 @@ class Cluster:
             self._pump(lambda: (b, n) in self.replies or self._ended(node) or blocked(), timeout, f"broker {b}: {op}")
         except ClusterError:
             node.dump_threads()
-            raise ClusterError(f"broker {b}: {op}: no answer within {timeout:g} s (a thread dump is in {node.log})") \
-                from None
+            raise ClusterError(f"broker {b}: {op}: no answer within {timeout:g} s (a thread dump is in {node.log})",
+                               b) from None
         reply = self.replies.pop((b, n), None)
         if reply is None and blocked():
             return {"ok": True, "ran": 1, "held_rpc": True}
         if reply is None:
-            raise ClusterError(f"broker {b} died during {op} ({node.log_tail()})")
+            raise ClusterError(f"broker {b} died during {op} ({node.log_tail()})", b)
         if not reply.get("ok"):
-            raise ClusterError(f"broker {b}: {op}: {reply.get('exception') or reply.get('error')}")
+            raise ClusterError(f"broker {b}: {op}: {reply.get('exception') or reply.get('error')}", b)
         return reply
+
+    def handle_waiting(self, wait: float = 0.0) -> None:
+        """Handle every item the inbox holds (RPCs, put outcomes), waiting up to `wait` s for the first."""
+        try:
+            self._handle(self.inbox.get(timeout=wait) if wait > 0 else self.inbox.get_nowait())
+            while True:
+                self._handle(self.inbox.get_nowait())
+        except queue.Empty:
+            pass
 
     def _ended(self, node: BrokerNode) -> bool:
         """The JVM is gone and everything it wrote has been read (its exit is the reader's last item)."""
@@ -271,19 +261,18 @@ class Cluster:
     def settle(self, timeout: float = 8.0, stuck_after: float | None = None) -> dict[int, dict[str, Any] | None]:
         """The brokers' states once the cluster is quiet (`_settle`), the epoch files noted."""
         states = self._settle(timeout, stuck_after)
-        self._note_epoch_files()
+        self.note_epoch_files()
         return states
 
     def _settle(self, timeout: float, stuck_after: float | None) -> dict[int, dict[str, Any] | None]:
-        """Run queued one-shots and wait until the cluster is quiet (module docstring) and every
-        slave on an open link to the master holds what the master holds (`_lagging`); the brokers' states.
-        `self.settled` says whether that happened within `timeout` seconds (a slave that cannot
-        catch up, a link held: the caller records the step as not settled). With `stuck_after`,
-        it gives up sooner when nothing but a slave's lag keeps it busy and nothing has moved for
-        that long, and stops waiting for a lagging slave whose max offset has not moved for that
-        long (a slave whose handshake finds no consistent point never catches up): such a slave is
-        not waited for again while it stays at that offset (`stranded`), and every step that
-        leaves a slave behind counts as not settled."""
+        """Run queued one-shots and wait until the cluster is quiet (module docstring) and every slave
+        on an open link to the master holds what the master holds (`_lagging`); the brokers' states.
+        `self.settled` says whether that happened within `timeout` seconds (a slave that cannot catch
+        up, a link held: the caller records the step as not settled). With `stuck_after`, it gives up
+        sooner when nothing but a slave's lag keeps it busy and nothing has moved for that long, and
+        stops waiting for a lagging slave whose max offset has not moved for that long (a slave whose
+        handshake finds no consistent point never catches up): such a slave is not waited for again
+        while it stays at that offset (`stranded`); every step leaving a slave behind is not settled."""
         end = time.monotonic() + timeout
         quiet_for = 2 * self.cfg.ha_heartbeat_ms / 1000  # a slave reports at least this often
         last: Any = None
@@ -291,12 +280,8 @@ class Cluster:
         progress: dict[int, tuple[int, float]] = {}  # lagging slave -> (its max offset, since when)
         while True:
             states = {b: self.observe(b) for b in self.brokers}
-            for b, s in states.items():
-                # One-shots run once ReplicasManager runs: before that the only one is its start-retry
-                # loop (sleep 5 s, try again), which the harness runs one try at a time (retry_start).
-                if s and s.get("one_shots_pending") and s.get("rm_state") == "RUNNING" and not self._waits_in_rpc(b, s):
-                    self.call(b, "task", name="one_shots")
-                    last = None
+            if self.run_one_shots(states):
+                last = None
             held = sum(link.bytes_held() for link in self.links.values() if link.mode == OPEN)
             working = {b: s and self._working(b, s) for b, s in states.items()}
             working_now = bool(held or (self.puts and not self.stepping) or any(working.values()))
@@ -322,6 +307,15 @@ class Cluster:
                 self._handle(self.inbox.get(timeout=0.03))
             except queue.Empty:
                 pass
+
+    def run_one_shots(self, states: dict[int, dict[str, Any] | None]) -> bool:
+        """Run every broker's queued one-shot jobs; whether any ran. Only once ReplicasManager runs:
+        before, the one is its start-retry loop (sleep 5 s, try again), run a try at a time (retry_start)."""
+        due = [b for b, s in states.items() if s and s.get("one_shots_pending") and s.get("rm_state") == "RUNNING"
+               and not self._waits_in_rpc(b, s)]
+        for b in due:
+            self.call(b, "task", name="one_shots")
+        return bool(due)
 
     def _working(self, b: int, state: dict[str, Any]) -> dict[str, Any]:
         """What broker `b` is still doing (empty when idle). Not work: RPCs the harness holds back,
@@ -358,12 +352,11 @@ class Cluster:
         return self.stranded.get(b) != offset
 
     def _lagging(self, states: dict[int, dict[str, Any] | None]) -> set[int]:
-        """The slaves of the current master, on an open link, that do not hold all it holds yet:
-        its log and its ack of it; and a slave with no epoch entry yet under a master that has
-        one (a new slave takes the master's first entry from a frame after its handshake, with
-        or without messages; a busy machine can leave that frame unread for longer than
-        `quiet_for`, and the step's view then showed a slave in the SyncStateSet with no
-        entry)."""
+        """The slaves of the current master, on an open link, that do not hold all it holds yet: its
+        log and its ack of it; and a slave with no epoch entry yet under a master that has one (a new
+        slave takes the master's first entry from a frame after its handshake, with or without
+        messages; a busy machine can leave that frame unread for longer than `quiet_for`, and the
+        step's view then showed a slave in the SyncStateSet with no entry)."""
         m = self.master()
         master = states.get(m) if m is not None else None
         if not master or master.get("role") != "SYNC_MASTER":
@@ -389,9 +382,10 @@ class Cluster:
         node.spawn()
         cfg = self.cfg
         reply = self.call(b, "start", timeout=120, dir=str(node.store), broker=b, priority=_at(cfg.priorities, b, 0),
-                          file_size=cfg.file_size, flush=cfg.flush, all_ack=cfg.all_ack,
-                          in_sync_replicas=cfg.in_sync_replicas, min_in_sync_replicas=cfg.min_in_sync_replicas,
-                          async_learner=b in cfg.async_learners, brokers=cfg.brokers, ha_port=0,
+                          file_size=cfg.file_size, cq_file_entries=cfg.cq_file_entries, flush=cfg.flush,
+                          all_ack=cfg.all_ack, in_sync_replicas=cfg.in_sync_replicas,
+                          min_in_sync_replicas=cfg.min_in_sync_replicas, async_learner=b in cfg.async_learners,
+                          brokers=cfg.brokers, ha_port=0,
                           ha_heartbeat_ms=cfg.ha_heartbeat_ms, ha_housekeeping_ms=cfg.ha_housekeeping_ms,
                           ha_batch_bytes=cfg.ha_batch_bytes, not_catchup_ms=cfg.not_catchup_ms,
                           slave_timeout_ms=cfg.slave_timeout_ms)
@@ -408,10 +402,9 @@ class Cluster:
         """The JVM halts and every byte not flushed is lost: the commit log and consume queue files
         keep only their flushed prefix (the rest zeroed, as a file system that lost it reads; the
         positions are the store's own, reported just before the halt; the commit log also keeps
-        what lies before `commit_log_kept_to`: pages the OS wrote back), the epoch files their
-        last version the file system had written back (epochfiles.py;
-        this answers "kept", "reverted" or "lost"). The checkpoint file loses nothing:
-        StoreCheckpoint writes its mapped page only in flush(), which forces it at once."""
+        what lies before `commit_log_kept_to`: pages the OS wrote back), the epoch files their last
+        version the file system had written back (epochfiles.py; this answers "kept", "reverted" or
+        "lost"). The checkpoint file loses nothing: StoreCheckpoint forces its page in flush()."""
         node = self.nodes[b]
         n = node.command("halt", power_loss=True)
         self._pump(lambda: self._ended(node), 30, f"broker {b}: power loss")
@@ -428,7 +421,7 @@ class Cluster:
             epochfiles.drop_after(path, max(int(position), kept))
         return self.epoch_files[b].after_power_loss(self.controller.now, self.cfg.epoch_file_writeback)
 
-    def _note_epoch_files(self) -> None:
+    def note_epoch_files(self) -> None:
         for files in self.epoch_files.values():
             files.note(self.controller.now)
 
@@ -442,11 +435,20 @@ class Cluster:
     def put(self, b: int, msg: str, queue_id: int, size: int = 0) -> None:
         """Send `msg` to broker `b` (in `size` bytes: body padded); its outcome comes later (put_done)."""
         self.puts[(b, msg)] = Put(b, msg, queue_id)  # before the call: the outcome may come before the reply
+        self._sending(b, [msg], "put", msg=msg, queue=queue_id, size=size)
+
+    def put_many(self, b: int, puts: list[tuple[str, int]]) -> None:
+        """`put` of each (message, queue), in one command (a soak's burst)."""
+        for msg, queue_id in puts:
+            self.puts[(b, msg)] = Put(b, msg, queue_id)
+        self._sending(b, [msg for msg, _ in puts], "puts", puts=[{"msg": m, "queue": q} for m, q in puts])
+
+    def _sending(self, b: int, msgs: list[str], op: str, **args: Any) -> None:
         try:
-            self.call(b, "put", msg=msg, queue=queue_id, size=size)
+            self.call(b, op, **args)
         except (ClusterError, NodeError):
-            if (b, msg) in self.puts:
-                self._forget(b)
+            if any((b, msg) in self.puts for msg in msgs):
+                self._forget(b)  # the puts still waiting have no answer
             raise
 
     def read(self, b: int, queue_id: int, offset: int, max_messages: int = 32) -> dict[str, Any]:
@@ -485,8 +487,6 @@ class Cluster:
 
 def _at(values: tuple[int, ...], b: int, default: int) -> int:
     return values[b - 1] if len(values) >= b else default
-
-
 
 
 def _shape(state: dict[str, Any] | None) -> Any:

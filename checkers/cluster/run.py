@@ -125,7 +125,7 @@ def target(op: Op, master: Callable[[], int | None], hit: int | None) -> tuple[i
 
 
 class History:
-    """OpenChaos history lines (traces/openchaos.py reads them)."""
+    """OpenChaos history lines (traces/openchaos.py reads them), kept until `write`."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -134,17 +134,20 @@ class History:
     def _now(self) -> int:
         return int(time.time() * 1000)
 
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+
     def request(self, client: int, msg: str, queue: int) -> None:
-        self.lines.append(f"{client}\tenqueue\tREQUEST\t{msg}\tq{queue}\t{self._now()}\tnull")
+        self.add(f"{client}\tenqueue\tREQUEST\t{msg}\tq{queue}\t{self._now()}\tnull")
 
     def response(self, client: int, msg: str, queue: int, result: str) -> None:
-        self.lines.append(f"{client}\tenqueue\tRESPONSE\t{result}\t{msg}\tq{queue}\t{self._now()}\t0\tnull\t0")
+        self.add(f"{client}\tenqueue\tRESPONSE\t{result}\t{msg}\tq{queue}\t{self._now()}\t0\tnull\t0")
 
     def read(self, client: int, msg: str, queue: int) -> None:
-        self.lines.append(f"{client}\tdequeue\tRESPONSE\tSUCCESS\t{msg}\tq{queue}\t{self._now()}\t0\tnull\t0")
+        self.add(f"{client}\tdequeue\tRESPONSE\tSUCCESS\t{msg}\tq{queue}\t{self._now()}\t0\tnull\t0")
 
     def fault(self, name: str, phase: str) -> None:
-        self.lines.append(f"fault\t{name}\t{phase}\t{self._now()}")
+        self.add(f"fault\t{name}\t{phase}\t{self._now()}")
 
     def write(self) -> None:
         self.path.write_text("".join(line + "\n" for line in self.lines))
@@ -162,6 +165,8 @@ class Client:
         self.pending: dict[str, tuple[int, int]] = {}  # msg -> (client id, queue)
         self.outcomes: dict[int, str] = {}  # client id (the send number) -> the PutMessageStatus received
         self.route: int | None = None  # the master the client knows of
+        # (broker, queue, queue offset) of each message read whose bytes did not decode as one
+        self.undecodable: list[tuple[int, int, int | None]] = []
 
     def refresh_route(self) -> int | None:
         self.route = self.cluster.master()
@@ -175,22 +180,40 @@ class Client:
         if client is None:
             return
         status = body.get("status", "NO_RESPONSE")
-        self.outcomes[client] = status
+        self.outcome(client, status)
         self.history.response(client, body["msg"], queue, openchaos_result(status))
 
+    def outcome(self, client: int, status: str) -> None:
+        self.outcomes[client] = status  # views.code_violations compares them with the model's
+
     def put(self, queue: int) -> str:
-        self.sent += 1
-        msg, client = f"m{self.sent}", self.sent
-        self.history.request(client, msg, queue)
-        b = self._routed()
-        state = self.cluster.observe(b) if b is not None and self.cluster.nodes[b].alive else None
-        if not state or state.get("role") != "SYNC_MASTER":
-            self.history.response(client, msg, queue, "FAILURE")  # no route, or not a master: nothing appended
-            self.refresh_route()
+        client, msg = self.request(queue)
+        b = self.master_routed()
+        if b is None:
+            self.refused(client, msg, queue)
             return "no master"
         self.pending[msg] = (client, queue)
         self.cluster.put(b, msg, queue)
         return f"to broker {b}"
+
+    def request(self, queue: int) -> tuple[int, str]:
+        """A new send's client id and message, its request in the history."""
+        self.sent += 1
+        self.history.request(self.sent, f"m{self.sent}", queue)
+        return self.sent, f"m{self.sent}"
+
+    def master_routed(self) -> int | None:
+        """The route's broker if it is master; else None and the route asked again. RocketMQ's
+        send processor refuses a put on a slave (its store alone would take it)."""
+        b = self._routed()
+        state = self.cluster.observe(b) if b is not None and self.cluster.nodes[b].alive else None
+        if not state or state.get("role") != "SYNC_MASTER":
+            self.refresh_route()
+            return None
+        return b
+
+    def refused(self, client: int, msg: str, queue: int) -> None:
+        self.history.response(client, msg, queue, "FAILURE")  # no route, or not a master: nothing appended
 
     def read(self, queue: int) -> int:
         """Read the next messages of `queue` from the route's broker; how many."""
@@ -200,9 +223,14 @@ class Client:
             return 0
         got = self.cluster.read(b, queue, self.offsets[queue])
         for m in got.get("messages", []):
-            self.history.read(0, m["msg"], queue)
-        if got.get("messages"):
-            self.offsets[queue] = got["next"]
+            if m["msg"] is None:  # served bytes that do not decode as a message: no message to name
+                self.undecodable.append((b, queue, m["queue_offset"]))
+            else:
+                self.history.read(0, m["msg"], queue)
+        # A consumer takes the pull's next offset whatever it found: past what it read, or where a
+        # master's store corrects an offset beyond or before its queue (nextOffsetCorrection). Left
+        # beyond a queue cut shorter, it would never read what the new master appends there.
+        self.offsets[queue] = got.get("next", self.offsets[queue])
         return len(got.get("messages", []))
 
 
@@ -243,9 +271,11 @@ class Nemesis:
         return f"broker {b}"
 
 
-def time_passes(cluster: Cluster) -> None:
+def time_passes(cluster: Cluster, wait: bool = True) -> None:
     """One round: every live broker heartbeats, the controller's clock ticks (and it elects when
-    the master is gone), every broker asks for the replica info, the master checks its set."""
+    the master is gone), every broker asks for the replica info, the master checks its set.
+    `wait`: until the cluster is quiet before the check (a step of a run); otherwise the
+    one-shots queued meanwhile run at once (a soak's load never lets the cluster be quiet)."""
     c = cluster
     assert c.controller is not None
     live = [b for b in c.brokers if c.nodes[b].alive]
@@ -260,7 +290,11 @@ def time_passes(cluster: Cluster) -> None:
         c.controller.elect()
     for b in live:
         c.task(b, "sync_replica_info")
-    c.settle()
+    if wait:
+        c.settle()
+    else:
+        c.run_one_shots({b: c.observe(b) for b in c.brokers})
+        c.note_epoch_files()
     master = c.master()
     if master in live:
         c.task(master, "check_sss")
@@ -333,6 +367,8 @@ def run_once(cfg: Config, seed: int, folder: Path, steps: int = 30, faults: int 
                           "view": cluster_view(states, cluster.controller.last)}
                 if op.f == "power_loss" and nemesis.epoch_files:  # traces/real_runs.py reads it
                     record["epoch_files"] = nemesis.epoch_files
+                if client.undecodable:  # reads that served no message (broker, queue, queue offset)
+                    record["undecodable"], client.undecodable = client.undecodable, []
                 log.write(json.dumps(record) + "\n")
                 if on_step is not None:
                     on_step(i, len(ops))

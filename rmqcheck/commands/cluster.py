@@ -20,6 +20,7 @@ from rmqcheck.model import configs
 from rmqcheck.outputs import OutputError, check_folder, output_folder
 
 from .cluster_runs import RUN_FILE, check_run, record_run
+from .cluster_soak import run_soak
 from .common import Bar, UsageError, add_result_options, add_source_argument, budget_seconds, out, positive
 
 NAME = "cluster"
@@ -35,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     how_long = p.add_mutually_exclusive_group()
     how_long.add_argument("--runs", type=positive, help="runs (default 3)")
     how_long.add_argument("--budget", type=budget_seconds, help="seconds: runs until the budget ends")
+    how_long.add_argument("--soak", type=budget_seconds, metavar="SECONDS",
+                          help="one long run instead: steady puts and reads and a fault every few seconds for SECONDS, "
+                               "recorded in rotating files and validated at the end (docs/cluster.md)")
     p.add_argument("--seed", type=int, default=0, help="the first run's seed; run i has seed + i")
     p.add_argument("--steps", type=positive, default=30, help="operations a run before its ending (default 30)")
     p.add_argument("--faults", type=int, default=3, help="perturbations a run at most (default 3)")
@@ -56,6 +60,10 @@ def run(args) -> int:
     if cfg.brokers < 2:
         raise UsageError(f"--config {args.config}: a cluster needs at least 2 brokers")
     check_folder(args.out, "--out", args.force)
+    if args.soak:
+        if args.baseline or args.stop_at_unexplained:
+            raise UsageError("--soak is one run: --baseline and --stop-at-unexplained are for seeded runs")
+        return run_soak(args, cfg)
     if args.baseline:  # built now (cached), so a wrong tree is refused before the runs, not at a violation
         try:
             tree = build.locate(args.baseline)

@@ -204,6 +204,16 @@ public final class RmqcheckBroker {
                 return start(req);
             case "put":
                 return put(req);
+            case "puts": // a burst: each put as "put" does, one line for them all
+                for (Object one : Json.list(req, "puts")) {
+                    if (!(one instanceof Map)) {
+                        throw new Json.BadRequest("puts: each put is an object with msg and queue");
+                    }
+                    @SuppressWarnings("unchecked")
+                    Map<String, Object> put = (Map<String, Object>) one;
+                    put(put);
+                }
+                return null;
             case "read":
                 return read(req);
             case "task":
@@ -249,7 +259,7 @@ public final class RmqcheckBroker {
         storeConfig.setStorePathEpochFile(dir + File.separator + "epochFileCheckpoint");
         storeConfig.setStorePathBrokerIdentity(dir + File.separator + "brokerIdentity");
         storeConfig.setMappedFileSizeCommitLog((int) Json.longOf(req, "file_size"));
-        storeConfig.setMappedFileSizeConsumeQueue(300 * 20);
+        storeConfig.setMappedFileSizeConsumeQueue((int) Json.longOf(req, "cq_file_entries") * 20);
         storeConfig.setMaxHashSlotNum(1000);
         storeConfig.setMaxIndexNum(4000);
         storeConfig.setEnableCompaction(false); // reopening reads its JSON, which the fastjson stub cannot
@@ -368,9 +378,9 @@ public final class RmqcheckBroker {
             for (int i = 0; i < got.getMessageBufferList().size(); i++) {
                 MessageExt ext = MessageDecoder.decode(got.getMessageBufferList().get(i), true, false);
                 Map<String, Object> one = new LinkedHashMap<>();
-                one.put("msg", name(ext));
-                one.put("queue_offset", i < queueOffsets.size() ? queueOffsets.get(i) : ext.getQueueOffset());
-                one.put("offset", ext.getCommitLogOffset());
+                one.put("msg", ext == null ? null : name(ext)); // null: the bytes served are not a message
+                one.put("queue_offset", i < queueOffsets.size() ? queueOffsets.get(i) : ext == null ? null : ext.getQueueOffset());
+                one.put("offset", ext == null ? null : ext.getCommitLogOffset());
                 messages.add(one);
             }
             r.put("messages", messages);
