@@ -199,7 +199,9 @@ def test_a_soak_of_the_cluster_is_recorded_in_parts_and_validates_alike_on_both_
     assert local.units["history_records"] == record["events"] and local.units["histories"] == 1
     remote = validate_spark(inputs, spark=spark)
     assert remote.violations == local.violations and remote.units == local.units
-    assert main(["cluster", "--soak", "0", "--out", str(tmp_path / "x")]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["cluster", "--soak", "0", "--out", str(tmp_path / "x")])
+    assert exc.value.code == 2 and "the budget must be positive" in capsys.readouterr().err
     assert main(["cluster", "--soak", "5", "--baseline", str(tmp_path), "--out", str(tmp_path / "x")]) == 2
     assert "--soak is one run" in capsys.readouterr().err
 

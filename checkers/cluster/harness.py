@@ -30,7 +30,7 @@ from . import epochfiles
 from .controller import Controller
 from .node import BrokerNode, Item, NodeError
 from .proxy import OPEN, STEP, LinkProxy
-from .settings import ClusterConfig  # noqa: F401 (callers take it from here too)
+from .settings import ClusterConfig
 
 DELIVER, DROP, LOSE_ANSWER = "deliver", "drop", "lose_answer"
 

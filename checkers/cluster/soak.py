@@ -63,6 +63,7 @@ CQ_FILE_ENTRIES = 300_000
 # soak that waited every time would spend its time waiting.
 COMMAND_TIMEOUT = 15.0
 ENDING_ROUNDS = 20  # rounds of the ending, at most, for a master to serve again
+OUTCOMES_WAIT = 10.0  # seconds the ending waits for the puts' outcomes (a put waits 5 s for replicas at most)
 # Where the load's time goes: sending puts, handling what came in (outcomes, RPCs), waiting for an
 # outcome with the window full, reading, rounds of time, the nemesis's faults and their healing.
 ACTIVITIES = ("puts", "outcomes", "window full", "reads", "rounds", "faults", "healing")
@@ -307,7 +308,8 @@ def _troubled(cluster: Cluster, history: History, exc: ClusterError, troubles: l
 
 def _ending(cluster: Cluster, client: SoakClient, nemesis: Nemesis, cfg: Config, troubles: list[str]) -> None:
     """Heal everything, restart every broker that is down, let time pass until a master serves,
-    read every queue to its end; a put still without an outcome has none (unknown)."""
+    wait for the puts' outcomes, read every queue to its end; a put still without an outcome has
+    none (unknown)."""
     nemesis.apply(Op("heal"))
     for b in cluster.brokers:
         try:
@@ -316,6 +318,9 @@ def _ending(cluster: Cluster, client: SoakClient, nemesis: Nemesis, cfg: Config,
             troubles.append(str(exc))
             cluster.crash(b)
     _until_master(cluster)
+    waited_until = time.monotonic() + OUTCOMES_WAIT
+    while client.pending and time.monotonic() < waited_until:
+        cluster.handle_waiting(0.1)
     client.refresh_route()
     for queue in range(cfg.queues):
         while client.read(queue):

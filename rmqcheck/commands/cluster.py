@@ -38,7 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     how_long.add_argument("--budget", type=budget_seconds, help="seconds: runs until the budget ends")
     how_long.add_argument("--soak", type=budget_seconds, metavar="SECONDS",
                           help="one long run instead: steady puts and reads and a fault every few seconds for SECONDS, "
-                               "recorded in rotating files and validated at the end (docs/cluster.md)")
+                               "recorded in rotating files and validated at the end (docs/cluster.md; --steps and "
+                               "--faults do not apply)")
     p.add_argument("--seed", type=int, default=0, help="the first run's seed; run i has seed + i")
     p.add_argument("--steps", type=positive, default=30, help="operations a run before its ending (default 30)")
     p.add_argument("--faults", type=int, default=3, help="perturbations a run at most (default 3)")
