@@ -188,8 +188,7 @@ def soak(cfg: Config, seed: int, seconds: float, folder: Path, src: str | None =
          on_progress: Callable[[float, int], None] | None = None) -> SoakResult:
     """One soak of `seconds` seconds of load on a fresh cluster in `folder` (module docstring)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / SOAK_FILE).write_text(json.dumps({"kind": SOAK_KIND, "config": to_dict(cfg), "seed": seed,
-                                                "seconds": seconds}) + "\n")
+    _record(folder, cfg, {"seed": seed, "seconds": seconds})  # what ran, until the figures replace it
     history = RotatingHistory(folder / f"soak-{seed}-history")
     load: _Load | None = None
     try:
@@ -208,8 +207,12 @@ def soak(cfg: Config, seed: int, seconds: float, folder: Path, src: str | None =
                         c.reads, c.undecodable, dict(load.faults), load.troubles, load.spent,
                         {"first_minute": load.rss_first, "end": _rss_mb(),
                          "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
-    (folder / SOAK_FILE).write_text(json.dumps({"kind": SOAK_KIND, "config": to_dict(cfg), **result.to_json()}) + "\n")
+    _record(folder, cfg, result.to_json())
     return result
+
+
+def _record(folder: Path, cfg: Config, fields: dict[str, Any]) -> None:
+    (folder / SOAK_FILE).write_text(json.dumps({"kind": SOAK_KIND, "config": to_dict(cfg), **fields}) + "\n")
 
 
 class _Load:
