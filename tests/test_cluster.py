@@ -246,6 +246,20 @@ def test_a_soak_s_faults_are_the_seed_s_and_each_is_healed_its_way():
         assert f.gap > 0 and f.hold > 0
 
 
+def test_a_soak_restarts_a_broker_whose_reput_service_stays_stopping_before_its_truncation_goes_on():
+    """apache/rocketmq#9811: a truncation joins a spinning ReputMessageService for 90 s, then goes on
+    beside it and the consume queue loses entries. The soak restarts such a broker after
+    REPUT_STUCK seconds; a reput seen stopping for less, or stopped again in between, is left."""
+    from rmqcheck.checkers.cluster.soak import REPUT_STUCK, ReputWatch
+
+    watch, stopping, idle = ReputWatch(), {"reput_stopping": True}, {"reput_stopping": False}
+    assert watch.stuck({1: idle, 2: stopping, 3: None}, 100.0) is None
+    assert watch.stuck({1: stopping, 2: stopping, 3: None}, 100.0 + REPUT_STUCK - 1) is None
+    assert watch.stuck({1: stopping, 2: idle, 3: None}, 100.0 + REPUT_STUCK) is None  # 2 stopped in between
+    assert watch.stuck({1: stopping, 2: stopping, 3: None}, 99.0 + 2 * REPUT_STUCK) == 1
+    assert watch.stuck({1: stopping, 2: stopping, 3: None}, 99.0 + 2 * REPUT_STUCK) is None  # 1 is watched afresh
+
+
 def test_a_soak_s_history_rotates_and_reads_back_as_the_one_run_it_is(tmp_path):
     """What RotatingHistory writes in parts is what History writes whole, record for record."""
     from rmqcheck.checkers.cluster.soak import RotatingHistory
@@ -708,6 +722,31 @@ def test_what_the_running_code_broke_is_classed_by_what_the_configuration_promis
                               "acknowledged m3", "on the running code, step 9; model: the model's path of the same "
                                                  "schedule (6 steps) keeps I2")]
     assert [kind for _, kind, _, _ in command.check_run(tmp_path, default)] == ["expected"]
+
+
+def test_a_soak_s_epoch_files_in_the_boundary_batch_shape_are_that_snapshot_defect_and_no_other_shape_is(tmp_path):
+    """A soak records no steps for the model to follow, so an epoch_agreement of its stores is
+    matched against boundary_batch_labelled_next_epoch's shape: the 10-minute soak's two
+    (2026-11-29: epoch 16 held 3,213 bytes, and brokers 1 and 2 never recorded it)."""
+    from rmqcheck.commands.cluster_runs import check_run
+    from rmqcheck.model import configs
+    from rmqcheck.traces.stores import FILE, format_epoch_file
+
+    master = [(1, 0), (15, 34216072), (16, 42462118), (20, 42465331), (53, 175126107)]
+
+    def judged(entries: dict[str, list[tuple[int, int]]]) -> list[tuple[str, str]]:
+        for name, e in entries.items():
+            (tmp_path / "stores" / name).mkdir(parents=True, exist_ok=True)
+            (tmp_path / "stores" / name / FILE).write_text(format_epoch_file(e))
+        return [(kind, detail) for _, kind, _, detail in check_run(tmp_path, configs.load("durable3"), by_model=False)]
+
+    [(kind, detail)] = judged({"broker-1": [e for e in master if e[0] != 16], "broker-3": master})
+    assert kind == "snapshot defect" and "boundary_batch_labelled_next_epoch" in detail and "lacks epoch 16 (3213 " \
+        "bytes from 42462118" in detail and "to epoch 15" in detail
+    longer = [(e, s + 40_000 * (e >= 20)) for e, s in master]  # epoch 16 longer than a 32 KiB batch
+    assert judged({"broker-1": [e for e in longer if e[0] != 16], "broker-3": longer})[0][0] == "unexplained"
+    moved = [(e, s + (e == 16)) for e, s in master]  # epoch 16 begun at two offsets: another shape
+    assert judged({"broker-1": moved, "broker-3": master})[0][0] == "unexplained"
 
 
 def test_a_baseline_that_is_not_a_tree_is_refused_before_any_run(tmp_path, capsys):

@@ -67,6 +67,9 @@ BAD = {
     "election_outside_sss": ("controller/controller.log", 1, "2026-11-27 10:00:05 INFO x - Event queue run "
                                           "event alterSyncStateSet, get the result ControllerResult{events=["
                                           "AlterSyncStateSetEvent{brokerName='broker-a', newSyncStateSet=[1]}]}"),
+    "consume_queue_order": ("broker-b/storeerror.log", None, "2026-11-27 10:01:30 WARN ReputMessageService - [BUG]logic "
+                            "queue order maybe wrong, expectLogicOffset: 28360 currentLogicOffset: 28340 Topic: "
+                            "rmqcheck QID: 0 Diff: 20"),
 }
 
 
@@ -78,7 +81,7 @@ def write(root: Path, files: dict[str, str]) -> Path:
 
 
 def changed(name: str, at: int | None, line: str) -> dict[str, str]:
-    lines = GOOD[name].splitlines()
+    lines = GOOD.get(name, "").splitlines()
     if at is None:
         lines.append(line)
     else:
@@ -95,6 +98,24 @@ def test_a_failover_logged_as_the_code_logs_it_passes_every_check(tmp_path):
 def test_each_check_catches_the_log_of_what_it_judges(check, tmp_path):
     found = logs.check_set(str(write(tmp_path / "set", changed(*BAD[check]))))
     assert [v.check for v in found] == [check]
+
+
+def test_a_consume_queue_off_its_offsets_is_one_violation_a_queue_naming_the_reput_join_that_ran_out(tmp_path):
+    """The soaks' first 10 minutes (apache/rocketmq#9811): a truncation joined a spinning
+    ReputMessageService for its whole 90 s, went on beside it, and from then on storeerror.log
+    says the consume queue is off for every message dispatched."""
+    wrong = "2026-11-29 15:16:{:02d} WARN ReputMessageService - [BUG]logic queue order maybe wrong, expectLogicOffset: " \
+            "{} currentLogicOffset: {} Topic: rmqcheck QID: 0 Diff: 20"
+    files = {**GOOD, "broker-b/storeerror.log": "".join(wrong.format(30 + n, 28360 + 20 * n, 28340 + 20 * n) + "\n"
+                                                        for n in range(3)),
+             "broker-b/broker.log": GOOD["broker-b/broker.log"]
+             + "2026-11-29 15:16:25 INFO AutoSwitchHAClient - join thread[ReputMessageService], elapsed time: 90007ms, "
+               "join time:90000ms\n"}
+    [v] = logs.check_set(str(write(tmp_path / "set", files)))
+    assert (v.check, v.subject, v.count) == ("consume_queue_order", "broker-b rmqcheck queue 0", 3)
+    assert v.detail.startswith("broker-b/storeerror.log:1: the message of queue offset 1418 went to consume-queue entry "
+                               "1417, and 2 more") and "90 s join (broker-b/broker.log:4)" in v.detail
+    assert "#9811" in v.detail
 
 
 def test_the_public_excerpt_of_issue_9689_is_a_same_master_epoch_bump_with_open_connections(tmp_path):

@@ -1,11 +1,11 @@
 """RocketMQ's own logs, read as evidence: what an operator has after an incident.
 
 Layout read (`validate --logs DIR`): one folder per node under DIR, holding that node's log
-files as logback names them (`broker.log`, `store.log`, `controller.log`, and the rolled
-`broker.1.log` ...), and for a broker maybe its `epochFileCheckpoint`, which the store checks
+files as logback names them (`broker.log`, `store.log`, `storeerror.log`, `controller.log`, and
+the rolled `broker.1.log` ...), and for a broker maybe its `epochFileCheckpoint`, which the store checks
 read as they read any replica set:
 
-    DIR/<broker>/broker.log  DIR/<broker>/store.log  DIR/<broker>/epochFileCheckpoint
+    DIR/<broker>/broker.log  DIR/<broker>/store.log  DIR/<broker>/storeerror.log  DIR/<broker>/epochFileCheckpoint
     DIR/<controller>/controller.log
 
 A record is one line in the snapshot's logback pattern, `%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t -
@@ -34,7 +34,7 @@ LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR")
 RECORD = re.compile(r"(\d{3,4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) ([A-Z]+) (\S+) - (.*)")
 # A line that starts like a record's date but is not one: a damaged record, not a continuation.
 DATED = re.compile(r"\d{1,4}-\d{1,2}-\d{1,2}[ T]")
-FILES = re.compile(r"(broker|store|controller)(\.\d+)?\.log")
+FILES = re.compile(r"(broker|store|storeerror|controller)(\.\d+)?\.log")
 
 
 class Record(NamedTuple):
@@ -127,17 +127,28 @@ CONTROLLER_SSS = re.compile(r"AlterSyncStateSetEvent\{brokerName='([^']*)', newS
 CONTROLLER_ELECTED = re.compile(r"ElectMasterEvent\{newMasterElected=true, brokerName='([^']*)', "
                                 r"newMasterBrokerId=(\d+)\}.*?masterEpoch=(\d+)")
 
-EVENTS = (BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, TRANSFER_EPOCH_LOST, BEGIN_MASTER, BEGIN_SLAVE, OWN_ID,
+# storeerror.log, ConsumeQueue.putMessagePositionInfo (:841): a message dispatched to a consume-queue
+# position other than its queue offset's (logged once a message, as long as the queue stays off):
+# the queue lost entries or holds extra ones, so a consumer reading by queue offset skips or reads
+# again. Seen after a truncation went on beside a ReputMessageService still running (#9811).
+CQ_ORDER_WRONG = re.compile(r"\[BUG\]logic queue order maybe wrong, expectLogicOffset: (\d+) currentLogicOffset: "
+                            r"(\d+) Topic: (\S+) QID: (\d+)")
+# broker.log, ServiceThread.shutdown (:79): a join that ran out its time, the thread left running
+JOIN_RAN_OUT = re.compile(r"join thread\[ReputMessageService\], elapsed time: (\d+)ms, join time:(\d+)ms")
+CQ_UNIT = 20  # bytes a consume-queue entry (ConsumeQueue.CQ_STORE_UNIT_SIZE)
+
+EVENTS = (CQ_ORDER_WRONG, JOIN_RAN_OUT, BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, TRANSFER_EPOCH_LOST, BEGIN_MASTER, BEGIN_SLAVE, OWN_ID,
           SSS_CHANGED, CONTROLLER_SSS, CONTROLLER_ELECTED)
 
 CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
-                           "election_outside_sss", "election_outside_logged_sss", "same_master_epoch_bump")
+                           "election_outside_sss", "election_outside_logged_sss", "same_master_epoch_bump",
+                           "consume_queue_order")
 # What the model judges each by: an invariant of its catalogue (invariants/catalogue.py), or for
 # the epochs the logs give, the store check of epoch files. The broker-side election check is
 # reported only: a master synchronizing an expansion acks with the proposed set before it logs
 # "SyncStateSet changed", so its log can lack a member the controller rightly elects.
 INVARIANT = {"one_master_per_epoch": "I6", "epoch_agreement_in_logs": "epoch_agreement", "truncation_below_confirm": "I9",
-             "election_outside_sss": "I7", "same_master_epoch_bump": "I5"}
+             "election_outside_sss": "I7", "same_master_epoch_bump": "I5", "consume_queue_order": "I1"}
 REPORTED = {"election_outside_logged_sss": "a broker's log can lack the expansion its master acked with "
                                            "(controller.log's check is the one that fails)"}
 
@@ -222,7 +233,30 @@ def judge_set(set_dir: str) -> tuple[list[Violation], int]:
             out.append(Violation("epoch_agreement_in_logs", run, f"epoch {epoch}", len(said),
                                  f"epoch {epoch} starts at {len(said)} offsets: "
                                  + "; ".join(f"{s} at {', '.join(w[:2])}" for s, w in sorted(said.items()))))
-    return out + _elections(nodes, run), sum(len(n.records) for n in nodes)
+    return out + _consume_queues(nodes, run) + _elections(nodes, run), sum(len(n.records) for n in nodes)
+
+
+def _consume_queues(nodes: list[Node], run: str) -> list[Violation]:
+    """consume_queue_order: a broker whose storeerror.log says a consume queue's entries are off
+    their queue offsets; one violation a queue, at its first record, with how many followed."""
+    out: list[Violation] = []
+    for node in nodes:
+        joins = [r for r in node.of("broker") if (m := JOIN_RAN_OUT.search(r.message)) and int(m[1]) >= int(m[2])]
+        first: dict[tuple[str, str], tuple[Record, int, int]] = {}
+        count: dict[tuple[str, str], int] = {}
+        for r in node.of("storeerror"):
+            if m := CQ_ORDER_WRONG.search(r.message):
+                queue = (m[3], m[4])
+                first.setdefault(queue, (r, int(m[1]) // CQ_UNIT, int(m[2]) // CQ_UNIT))
+                count[queue] = count.get(queue, 0) + 1
+        for (topic, qid), (r, expected, put_at) in sorted(first.items()):
+            cause = (f"; its ReputMessageService outlived a {int(JOIN_RAN_OUT.search(joins[0].message)[1]) // 1000} s "
+                     f"join ({_at(node.name, joins[0])}), as apache/rocketmq#9811 leaves it" if joins else "")
+            out.append(Violation("consume_queue_order", run, f"{node.name} {topic} queue {qid}", count[topic, qid],
+                                 f"{_at(node.name, r)}: the message of queue offset {expected} went to consume-queue "
+                                 f"entry {put_at}, and {count[topic, qid] - 1} more records like it: consumers "
+                                 f"reading by queue offset skip or repeat acked messages{cause}"))
+    return out
 
 
 def _elections(nodes: list[Node], run: str) -> list[Violation]:

@@ -35,6 +35,8 @@ from .history import Violation
 FILE = "epochFileCheckpoint"
 BAK = FILE + ".bak"
 CHECKS: tuple[str, ...] = ("epoch_file", "epoch_agreement", "consistent_point")
+# Bytes AutoSwitchHAConnection's writer sends a batch at most (MessageStoreConfig.haTransferBatchSize)
+HA_TRANSFER_BATCH = 32 * 1024
 
 
 class Unreadable(Exception):
@@ -185,6 +187,23 @@ def _consistent_point(local: list[tuple[int, int]], master: list[tuple[int, int]
     """find_consistent_point of two strictly increasing lists (checked by `_increasing`), with
     no max offset known (INF), in linear time (model/epochfile.py consistent_point_indexed)."""
     return consistent_point_indexed(truncation_view(local, INF, INF), truncation_view(master, INF, INF))
+
+
+def boundary_batch_shape(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> str | None:
+    """The disagreement boundary_batch_labelled_next_epoch leaves, if `a` and `b` have its shape
+    (docs/findings/boundary_batch_labelled_next_epoch.md): one lacks a single epoch E that the
+    other has between two others, E is shorter than a transfer batch, and they agree on every
+    other entry. A slave whose first batch of E was the one that ends E got it labelled with E's
+    successor, so it recorded the successor only and put E's bytes under the epoch before.
+    A shape, not a proof: the model did not follow the run (a soak records no steps)."""
+    for x, y in ((a, b), (b, a)):
+        for i in range(1, len(x) - 1):
+            (epoch, start), (_, end) = x[i], x[i + 1]
+            if end - start <= HA_TRANSFER_BATCH and len(y) > i and y == (x[:i] + x[i + 1:])[: len(y)]:
+                return (f"the shape boundary_batch_labelled_next_epoch leaves: one replica lacks epoch {epoch} "
+                        f"({end - start} bytes from {start}, less than a {HA_TRANSFER_BATCH // 1024} KiB transfer "
+                        f"batch) and counts its bytes to epoch {x[i - 1][0]}")
+    return None
 
 
 def _show(entries: list[tuple[int, int]]) -> str:

@@ -17,8 +17,9 @@ continuous: no step waits for the cluster to be quiet, since steady load never l
   `soak-SEED-history.00000`, `.00001`, ... (`RotatingHistory`; traces/openchaos.py reads the
   parts as one run), so the driver's memory stays flat however long the soak; RocketMQ's own
   logs and the stores are the run's as usual.
-- a broker's command that fails (no answer within COMMAND_TIMEOUT, a start that fails) is not
-  the end of the soak: the broker is killed and started again, once, and the failure recorded.
+- a broker's command that fails (no answer within COMMAND_TIMEOUT, a start that fails), or a
+  broker whose ReputMessageService stays stopping REPUT_STUCK seconds, is not the end of the
+  soak: the broker is killed and started again, once, and the failure recorded.
 - checker: after the ending (everything healed and restarted, a master serving, every queue read
   to its end), `rmqcheck validate` over the folder: the client history, the epoch files and
   RocketMQ's logs (rmqcheck/commands/cluster.py judges it).
@@ -62,6 +63,14 @@ CQ_FILE_ENTRIES = 300_000
 # changeToSlave can wait 90 s for a ReputMessageService that spins (apache/rocketmq#9811): a
 # soak that waited every time would spend its time waiting.
 COMMAND_TIMEOUT = 15.0
+# Seconds a broker's ReputMessageService may stay told to stop and still running before the soak
+# kills and restarts that broker. A truncation (DefaultMessageStore.truncateDirtyFiles) joins it
+# for up to 90 s, then truncates the consume queue while the old thread, still spinning
+# (apache/rocketmq#9811), dispatches from its own stale position beside the new one: the consume
+# queue loses entries ("[BUG]logic queue order maybe wrong" in broker.log for every later
+# message), and consumers reading it skip hundreds of thousands of acked messages. The first
+# 10-minute soaks met it on two brokers in their first two minutes: 823,020 violations.
+REPUT_STUCK = 15.0
 ENDING_ROUNDS = 20  # rounds of the ending, at most, for a master to serve again
 OUTCOMES_WAIT = 10.0  # seconds the ending waits for the puts' outcomes (a put waits 5 s for replicas at most)
 # Where the load's time goes: sending puts, handling what came in (outcomes, RPCs), waiting for an
@@ -160,6 +169,23 @@ def fault_plan(seed: int, brokers: int) -> Iterator[Fault]:
         yield Fault(rng.uniform(*GAP), Op(f, target, peer), rng.uniform(*HOLD), healing)
 
 
+class ReputWatch:
+    """Which broker's ReputMessageService has been told to stop and still runs REPUT_STUCK seconds
+    on (REPUT_STUCK's comment): a broker to restart before its truncation goes on beside it."""
+
+    def __init__(self) -> None:
+        self.since: dict[int, float] = {}  # broker -> when its reput was first seen stopping
+
+    def stuck(self, states: dict[int, dict[str, Any] | None], now: float) -> int | None:
+        for b, state in states.items():
+            if not (state or {}).get("reput_stopping"):
+                self.since.pop(b, None)
+            elif now - self.since.setdefault(b, now) >= REPUT_STUCK:
+                del self.since[b]
+                return b
+        return None
+
+
 class SoakResult(NamedTuple):
     seed: int
     folder: Path
@@ -227,6 +253,7 @@ class _Load:
         self.spent = dict.fromkeys(ACTIVITIES, 0.0)
         self.faults: Counter[str] = Counter()
         self.troubles: list[str] = []  # what a broker's command failed with
+        self.reput_watch = ReputWatch()
         self.rss_first: float | None = None
 
     def on_event(self, kind: str, body: dict[str, Any]) -> None:
@@ -246,6 +273,13 @@ class _Load:
         finally:
             self.spent[activity] += time.perf_counter() - t
 
+    def watch_reput(self) -> None:
+        """Restart a broker whose ReputMessageService is stuck stopping (ReputWatch)."""
+        b = self.reput_watch.stuck({b: self.cluster.observe(b) for b in self.cluster.brokers}, time.monotonic())
+        if b is not None:
+            raise ClusterError(f"broker {b}: its ReputMessageService was stopping for {REPUT_STUCK:g} s and still ran "
+                               "(apache/rocketmq#9811)", broker=b)
+
     def run(self, seconds: float, on_progress: Callable[[float, int], None] | None) -> float:
         """Load for `seconds`; how long it took."""
         fault = next(self.plan)
@@ -263,6 +297,7 @@ class _Load:
                 healing_at = time.monotonic() + fault.hold
             if now >= next_round:
                 self.timed("rounds", lambda: time_passes(self.cluster, wait=False))
+                self.timed("rounds", self.watch_reput)
                 next_round = time.monotonic() + ROUND_EVERY
             if now >= next_read:
                 self.timed("reads", lambda: [self.client.catch_up(q) for q in range(self.queues)])

@@ -22,7 +22,7 @@ from rmqcheck.checkers.cluster.run import CODE_VIOLATIONS, RunResult, run_once
 from rmqcheck.checkers.counterexamples.replay import replay
 from rmqcheck.checkers.java.build import BuildError
 from rmqcheck.checkers.java.driver import DriverError
-from rmqcheck.checkers.search.hunting import UNEXPLAINED, classify
+from rmqcheck.checkers.search.hunting import SNAPSHOT_DEFECT, UNEXPLAINED, classify
 from rmqcheck.invariants.catalogue import expected_ids
 from rmqcheck.model import configs
 from rmqcheck.model.bugs import SNAPSHOT
@@ -30,7 +30,7 @@ from rmqcheck.model.config import Config
 from rmqcheck.model.epochfile import disagreement
 from rmqcheck.model.world import State
 from rmqcheck.outputs import check_folder, output_folder
-from rmqcheck.traces import logs, run_records
+from rmqcheck.traces import logs, run_records, stores
 from rmqcheck.traces.real_runs import Followed, follow
 from rmqcheck.traces.run_records import read_steps
 from rmqcheck.traces.validate import discover, validate_local
@@ -63,7 +63,9 @@ def check_run(folder: Path, cfg: Config, by_model: bool = True) -> list[tuple[st
     does not promise what it breaks), what the model's path of the same run makes of it
     (`by_model`, `explain` below: a snapshot defect, named) or "unexplained" (the
     running code broke what the configuration promises, and the model does not show why).
-    `replay --cluster` compares with the model's path at every step itself: no `by_model`."""
+    `replay --cluster` compares with the model's path at every step itself: no `by_model`; nor
+    has a soak, whose epoch files are then matched against a finding's known shape instead
+    (`_shape`: a snapshot defect by its shape, said so)."""
     report = validate_local(discover([str(folder)]))
     found = []  # (check, what the model judges it by, subject, detail)
     for v in report.violations:
@@ -84,10 +86,22 @@ def check_run(folder: Path, cfg: Config, by_model: bool = True) -> list[tuple[st
             kind = "reported" if check in REPORTED_ONLY else "unexplained"  # a check new to this table
         elif by in model:
             kind, detail = model[by].kind, f"{detail}; model: {model[by].note}"
+        elif invariant_of(by) not in expected_ids(cfg):
+            kind = "expected"
+        elif not by_model and (shape := _shape(folder, check, subject)):
+            kind, detail = SNAPSHOT_DEFECT, f"{detail}; {shape}"
         else:
-            kind = "expected" if invariant_of(by) not in expected_ids(cfg) else "unexplained"
+            kind = "unexplained"
         out.append((check, kind, subject, detail))
     return out
+
+
+def _shape(folder: Path, check: str, subject: str) -> str | None:
+    """The finding whose shape an epoch_agreement violation of the run's stores has, if any."""
+    if check != "epoch_agreement" or not subject.startswith("replicas "):
+        return None
+    a, b = (stores.load_epoch_file(folder / "stores" / name)[0] for name in subject.split()[1:])
+    return stores.boundary_batch_shape(a, b)
 
 
 RUN_FILE = "rmqcheck cluster run"  # violation.json's kind: `rmqcheck replay` reruns it

@@ -26,8 +26,8 @@ READ_WHOLE = ("paths", "--logs")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH")
     p.add_argument("--logs", action="append", default=[], metavar="DIR",
-                   help="RocketMQ's own logs after an incident: a folder a node (broker.log, store.log, controller.log, "
-                        "and a broker's epochFileCheckpoint where kept); docs/traces.md")
+                   help="RocketMQ's own logs after an incident: a folder a node (broker.log, store.log, storeerror.log, "
+                        "controller.log, and a broker's epochFileCheckpoint where kept); docs/traces.md")
     p.add_argument("--engine", choices=("local", "spark"), default="local")
     p.add_argument("--master", type=spark_master, help="Spark master URL (default local[*]; e.g. local-cluster[2,1,1024], "
                    "spark://host:7077)")

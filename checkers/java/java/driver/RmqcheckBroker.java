@@ -494,6 +494,7 @@ public final class RmqcheckBroker {
         m.put("confirm_offset", store.getConfirmOffset());
         m.put("flushed_offset", store.getFlushedWhere());
         m.put("dispatch_behind", store.dispatchBehindBytes());
+        m.put("reput_stopping", reputStopping());
         List<Object> epochs = new ArrayList<>();
         for (EpochEntry e : ha.getEpochEntries()) {
             epochs.add(List.of(e.getEpoch(), e.getStartOffset(), e.getEndOffset()));
@@ -518,6 +519,23 @@ public final class RmqcheckBroker {
             }
         }
         return m;
+    }
+
+    /** Whether the store's ReputMessageService was told to stop and its thread still runs: a
+     * truncation waits for it (ServiceThread.shutdown joins up to 90 s), and one that spins in
+     * doReput (apache/rocketmq#9811) is never stopped. */
+    private boolean reputStopping() {
+        try {
+            Field f = DefaultMessageStore.class.getDeclaredField("reputMessageService");
+            f.setAccessible(true);
+            org.apache.rocketmq.common.ServiceThread reput = (org.apache.rocketmq.common.ServiceThread) f.get(store);
+            Field t = org.apache.rocketmq.common.ServiceThread.class.getDeclaredField("thread");
+            t.setAccessible(true);
+            Thread thread = (Thread) t.get(reput);
+            return reput.isStopped() && thread != null && thread.isAlive();
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** The body of message `msg` padded so that the stored message takes `size` bytes (replay
