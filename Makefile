@@ -111,8 +111,8 @@ bench: $(STAMP) java jdk
 	$(BIN)/python bench/schedule_reach.py
 
 # A 30-minute soak of the cluster (`rmqcheck cluster --soak 1800`), then its record validated by
-# both engines: the figures docs/cluster.md gives (about 45 minutes on 2 cores; a 10-minute
-# soak, `bench/soak.py --seconds 600`, took 19).
+# both engines: the figures docs/cluster.md gives (41 minutes on 2 cores; a 10-minute
+# soak, `bench/soak.py --seconds 600`, took 13).
 soak: $(STAMP) java jdk
 	$(BIN)/python bench/soak.py
 

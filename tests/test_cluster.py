@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import threading
 import time
@@ -724,10 +725,11 @@ def test_what_the_running_code_broke_is_classed_by_what_the_configuration_promis
     assert [kind for _, kind, _, _ in command.check_run(tmp_path, default)] == ["expected"]
 
 
-def test_a_soak_s_epoch_files_in_the_boundary_batch_shape_are_that_snapshot_defect_and_no_other_shape_is(tmp_path):
+def test_a_soak_s_violations_in_a_finding_s_shape_are_that_snapshot_defect_and_no_other_shape_is(tmp_path):
     """A soak records no steps for the model to follow, so an epoch_agreement of its stores is
     matched against boundary_batch_labelled_next_epoch's shape: the 10-minute soak's two
-    (2026-11-29: epoch 16 held 3,213 bytes, and brokers 1 and 2 never recorded it)."""
+    (2026-11-29: epoch 16 held 3,213 bytes, and brokers 1 and 2 never recorded it); and a
+    check that says a finding's shape itself classes the violation so."""
     from rmqcheck.commands.cluster_runs import check_run
     from rmqcheck.model import configs
     from rmqcheck.traces.stores import FILE, format_epoch_file
@@ -747,6 +749,14 @@ def test_a_soak_s_epoch_files_in_the_boundary_batch_shape_are_that_snapshot_defe
     assert judged({"broker-1": [e for e in longer if e[0] != 16], "broker-3": longer})[0][0] == "unexplained"
     moved = [(e, s + (e == 16)) for e, s in master]  # epoch 16 begun at two offsets: another shape
     assert judged({"broker-1": moved, "broker-3": master})[0][0] == "unexplained"
+    # A check that says the shape itself (the 30-minute soak's epoch_reapply_moves_start, logs.py)
+    shutil.rmtree(tmp_path / "stores")
+    (tmp_path / "logs" / "broker-1").mkdir(parents=True)
+    (tmp_path / "logs" / "broker-1" / "store.log").write_text("".join(
+        f"2026-11-29 16:17:{t} INFO rmqcheck-command - Change ha to master success, newMasterEpoch:74, startOffset:{o}\n"
+        for t, o in ((44, 265394393), (53, 265518297))))
+    [(kind, detail)] = judged({})
+    assert kind == "snapshot defect" and "the shape epoch_reapply_moves_start leaves: broker-1" in detail
 
 
 def test_a_baseline_that_is_not_a_tree_is_refused_before_any_run(tmp_path, capsys):

@@ -118,6 +118,18 @@ def test_a_consume_queue_off_its_offsets_is_one_violation_a_queue_naming_the_rep
     assert "#9811" in v.detail
 
 
+def test_one_broker_becoming_master_twice_at_one_epoch_has_the_shape_epoch_reapply_moves_start(tmp_path):
+    """The 30-minute soak's one violation (2026-11-29): broker 1 became master at epoch 74, was
+    restarted before the controller noticed, and re-applied 74 at its log's new end."""
+    twice = "2026-11-27 10:01:09 INFO main - Change ha to master success, newMasterEpoch:2, startOffset:400\n"
+    [v] = logs.check_set(str(write(tmp_path / "set", {**GOOD, "broker-b/store.log": GOOD["broker-b/store.log"] + twice})))
+    assert v.check == "epoch_agreement_in_logs" and "the shape epoch_reapply_moves_start leaves: broker-b became " \
+        "master at epoch 2 at 2 offsets" in v.detail
+    other = {**GOOD, "broker-a/store.log": GOOD["broker-a/store.log"] + twice}  # two brokers: another shape
+    [v] = [v for v in logs.check_set(str(write(tmp_path / "other", other))) if v.check == "epoch_agreement_in_logs"]
+    assert "the shape" not in v.detail
+
+
 def test_the_public_excerpt_of_issue_9689_is_a_same_master_epoch_bump_with_open_connections(tmp_path):
     out = tmp_path / "v.ndjson"
     assert main(["validate", "--logs", str(ISSUE_9689), "--violations", str(out)]) == 1

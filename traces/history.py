@@ -21,6 +21,7 @@ DataFrame operations, keeping held messages as a list per run rather than as row
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Any, Iterable, NamedTuple
 
@@ -53,6 +54,15 @@ class Violation(NamedTuple):
     subject: str
     count: int  # occurrences (reads, extra reads) the violation stands for
     detail: str
+
+
+SHAPE = re.compile(r"the shape (\w+) leaves: ")
+
+
+def shape(finding: str, what: str) -> str:
+    """A violation's note that it has the shape `finding` (docs/findings/) leaves: matched by its
+    shape, where no model followed the run (a soak)."""
+    return f"the shape {finding} leaves: {what}"
 
 
 def send_status(status: str | None) -> str:

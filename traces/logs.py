@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
-from .history import Violation
+from .history import Violation, shape
 from .schema import TraceError
 
 LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR")
@@ -196,12 +196,14 @@ def judge_set(set_dir: str) -> tuple[list[Violation], int]:
     out: list[Violation] = []
     starts: dict[int, dict[int, list[str]]] = {}  # epoch -> start offset -> where each was said
     masters: dict[int, dict[str, str]] = {}  # epoch -> node -> where it said it became master
+    became: dict[int, dict[str, set[int]]] = {}  # epoch -> node -> the offsets it became master at
     for node in nodes:
         bump: tuple[int, str] | None = None  # a same-master epoch bump this node still serves
         for r in node.of("store"):
             if m := BECAME_MASTER.search(r.message):
                 epoch, start = int(m.group(2)), int(m.group(3))
                 masters.setdefault(epoch, {}).setdefault(node.name, _at(node.name, r))
+                became.setdefault(epoch, {}).setdefault(node.name, set()).add(start)
                 starts.setdefault(epoch, {}).setdefault(start, []).append(f"{_at(node.name, r)} (becoming master)")
                 bump = (epoch, _at(node.name, r)) if m.group(1) else None
             elif "Change ha to slave success" in r.message:
@@ -232,8 +234,19 @@ def judge_set(set_dir: str) -> tuple[list[Violation], int]:
         if len(said) > 1:
             out.append(Violation("epoch_agreement_in_logs", run, f"epoch {epoch}", len(said),
                                  f"epoch {epoch} starts at {len(said)} offsets: "
-                                 + "; ".join(f"{s} at {', '.join(w[:2])}" for s, w in sorted(said.items()))))
+                                 + "; ".join(f"{s} at {', '.join(w[:2])}" for s, w in sorted(said.items()))
+                                 + _reapplied(epoch, became.get(epoch, {}))))
     return out + _consume_queues(nodes, run) + _elections(nodes, run), sum(len(n.records) for n in nodes)
+
+
+def _reapplied(epoch: int, became: dict[str, set[int]]) -> str:
+    """The shape epoch_reapply_moves_start leaves, if one broker became master at `epoch` at two
+    offsets: ReplicasManager.changeToMaster acts only on an epoch above the one in its memory, so
+    the second time its memory was new (a restart the controller had not noticed), and
+    AutoSwitchHAService.changeToMaster re-applied the epoch at its log's end."""
+    twice = sorted(n for n, starts in became.items() if len(starts) > 1)
+    return "; " + shape("epoch_reapply_moves_start", f"{twice[0]} became master at epoch {epoch} at "
+                        f"{len(became[twice[0]])} offsets, each its log's end then") if twice else ""
 
 
 def _consume_queues(nodes: list[Node], run: str) -> list[Violation]:

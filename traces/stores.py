@@ -30,7 +30,7 @@ from typing import Iterable
 
 from rmqcheck.model.epochfile import INF, consistent_point_indexed, disagreement, truncation_view
 
-from .history import Violation
+from .history import Violation, shape
 
 FILE = "epochFileCheckpoint"
 BAK = FILE + ".bak"
@@ -200,9 +200,9 @@ def boundary_batch_shape(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> 
         for i in range(1, len(x) - 1):
             (epoch, start), (_, end) = x[i], x[i + 1]
             if end - start <= HA_TRANSFER_BATCH and len(y) > i and y == (x[:i] + x[i + 1:])[: len(y)]:
-                return (f"the shape boundary_batch_labelled_next_epoch leaves: one replica lacks epoch {epoch} "
-                        f"({end - start} bytes from {start}, less than a {HA_TRANSFER_BATCH // 1024} KiB transfer "
-                        f"batch) and counts its bytes to epoch {x[i - 1][0]}")
+                return shape("boundary_batch_labelled_next_epoch", f"one replica lacks epoch {epoch} ({end - start} "
+                             f"bytes from {start}, less than a {HA_TRANSFER_BATCH // 1024} KiB transfer batch) and "
+                             f"counts its bytes to epoch {x[i - 1][0]}")
     return None
 
 

@@ -32,6 +32,7 @@ from rmqcheck.model.world import State
 from rmqcheck.outputs import check_folder, output_folder
 from rmqcheck.traces import logs, run_records, stores
 from rmqcheck.traces.real_runs import Followed, follow
+from rmqcheck.traces.history import SHAPE
 from rmqcheck.traces.run_records import read_steps
 from rmqcheck.traces.validate import discover, validate_local
 
@@ -65,7 +66,7 @@ def check_run(folder: Path, cfg: Config, by_model: bool = True) -> list[tuple[st
     running code broke what the configuration promises, and the model does not show why).
     `replay --cluster` compares with the model's path at every step itself: no `by_model`; nor
     has a soak, whose epoch files are then matched against a finding's known shape instead
-    (`_shape`: a snapshot defect by its shape, said so)."""
+    (`_shaped`: a snapshot defect by its shape, said so)."""
     report = validate_local(discover([str(folder)]))
     found = []  # (check, what the model judges it by, subject, detail)
     for v in report.violations:
@@ -88,20 +89,25 @@ def check_run(folder: Path, cfg: Config, by_model: bool = True) -> list[tuple[st
             kind, detail = model[by].kind, f"{detail}; model: {model[by].note}"
         elif invariant_of(by) not in expected_ids(cfg):
             kind = "expected"
-        elif not by_model and (shape := _shape(folder, check, subject)):
-            kind, detail = SNAPSHOT_DEFECT, f"{detail}; {shape}"
+        elif not by_model and (shaped := _shaped(folder, check, subject, detail)):
+            kind, detail = SNAPSHOT_DEFECT, shaped
         else:
             kind = "unexplained"
         out.append((check, kind, subject, detail))
     return out
 
 
-def _shape(folder: Path, check: str, subject: str) -> str | None:
-    """The finding whose shape an epoch_agreement violation of the run's stores has, if any."""
+def _shaped(folder: Path, check: str, subject: str, detail: str) -> str | None:
+    """The violation's detail saying it has the shape a known finding leaves, if it has: said by
+    the check itself (traces/history.py `shape`), or for an epoch_agreement of the run's stores,
+    matched here; None otherwise."""
+    if SHAPE.search(detail):
+        return detail
     if check != "epoch_agreement" or not subject.startswith("replicas "):
         return None
     a, b = (stores.load_epoch_file(folder / "stores" / name)[0] for name in subject.split()[1:])
-    return stores.boundary_batch_shape(a, b)
+    found = stores.boundary_batch_shape(a, b)
+    return f"{detail}; {found}" if found else None
 
 
 RUN_FILE = "rmqcheck cluster run"  # violation.json's kind: `rmqcheck replay` reruns it

@@ -51,7 +51,7 @@ def run(args) -> int:
         for folder in args.logs:
             if not Path(folder).is_dir() or not is_log_set(Path(folder)):
                 raise TraceError(folder, "--logs", "not a folder of nodes' log folders (DIR/<node>/broker.log, "
-                                                   "store.log or controller.log)")
+                                                   "store.log, storeerror.log or controller.log)")
         report, seconds = run_validation(args.paths + args.logs, args.engine, args.skip_bad_records, args.master,
                                          args.quiet)
     except TraceError as exc:
