@@ -137,8 +137,8 @@ CQ_ORDER_WRONG = re.compile(r"\[BUG\]logic queue order maybe wrong, expectLogicO
 JOIN_RAN_OUT = re.compile(r"join thread\[ReputMessageService\], elapsed time: (\d+)ms, join time:(\d+)ms")
 CQ_UNIT = 20  # bytes a consume-queue entry (ConsumeQueue.CQ_STORE_UNIT_SIZE)
 
-EVENTS = (CQ_ORDER_WRONG, JOIN_RAN_OUT, BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, TRANSFER_EPOCH_LOST, BEGIN_MASTER, BEGIN_SLAVE, OWN_ID,
-          SSS_CHANGED, CONTROLLER_SSS, CONTROLLER_ELECTED)
+EVENTS = (BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, TRANSFER_EPOCH_LOST, BEGIN_MASTER, BEGIN_SLAVE, OWN_ID,
+          SSS_CHANGED, CONTROLLER_SSS, CONTROLLER_ELECTED, CQ_ORDER_WRONG, JOIN_RAN_OUT)
 
 CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
                            "election_outside_sss", "election_outside_logged_sss", "same_master_epoch_bump",
@@ -254,7 +254,8 @@ def _consume_queues(nodes: list[Node], run: str) -> list[Violation]:
     their queue offsets; one violation a queue, at its first record, with how many followed."""
     out: list[Violation] = []
     for node in nodes:
-        joins = [r for r in node.of("broker") if (m := JOIN_RAN_OUT.search(r.message)) and int(m[1]) >= int(m[2])]
+        joins = [(r, int(m[1])) for r in node.of("broker")
+                 if (m := JOIN_RAN_OUT.search(r.message)) and int(m[1]) >= int(m[2])]
         first: dict[tuple[str, str], tuple[Record, int, int]] = {}
         count: dict[tuple[str, str], int] = {}
         for r in node.of("storeerror"):
@@ -263,12 +264,13 @@ def _consume_queues(nodes: list[Node], run: str) -> list[Violation]:
                 first.setdefault(queue, (r, int(m[1]) // CQ_UNIT, int(m[2]) // CQ_UNIT))
                 count[queue] = count.get(queue, 0) + 1
         for (topic, qid), (r, expected, put_at) in sorted(first.items()):
-            cause = (f"; its ReputMessageService outlived a {int(JOIN_RAN_OUT.search(joins[0].message)[1]) // 1000} s "
-                     f"join ({_at(node.name, joins[0])}), as apache/rocketmq#9811 leaves it" if joins else "")
+            more = f", and {count[topic, qid] - 1} more records like it" if count[topic, qid] > 1 else ""
+            cause = (f"; its ReputMessageService outlived a {joins[0][1] // 1000} s join "
+                     f"({_at(node.name, joins[0][0])}), as apache/rocketmq#9811 leaves it" if joins else "")
             out.append(Violation("consume_queue_order", run, f"{node.name} {topic} queue {qid}", count[topic, qid],
                                  f"{_at(node.name, r)}: the message of queue offset {expected} went to consume-queue "
-                                 f"entry {put_at}, and {count[topic, qid] - 1} more records like it: consumers "
-                                 f"reading by queue offset skip or repeat acked messages{cause}"))
+                                 f"entry {put_at}{more}: consumers reading by queue offset skip or repeat acked "
+                                 f"messages{cause}"))
     return out
 
 

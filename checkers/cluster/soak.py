@@ -67,7 +67,7 @@ COMMAND_TIMEOUT = 15.0
 # kills and restarts that broker. A truncation (DefaultMessageStore.truncateDirtyFiles) joins it
 # for up to 90 s, then truncates the consume queue while the old thread, still spinning
 # (apache/rocketmq#9811), dispatches from its own stale position beside the new one: the consume
-# queue loses entries ("[BUG]logic queue order maybe wrong" in broker.log for every later
+# queue loses entries ("[BUG]logic queue order maybe wrong" in storeerror.log for every later
 # message), and consumers reading it skip hundreds of thousands of acked messages. The first
 # 10-minute soaks met it on two brokers in their first two minutes: 823,020 violations.
 REPUT_STUCK = 15.0

@@ -31,8 +31,8 @@ from rmqcheck.model.epochfile import disagreement
 from rmqcheck.model.world import State
 from rmqcheck.outputs import check_folder, output_folder
 from rmqcheck.traces import logs, run_records, stores
-from rmqcheck.traces.real_runs import Followed, follow
 from rmqcheck.traces.history import SHAPE
+from rmqcheck.traces.real_runs import Followed, follow
 from rmqcheck.traces.run_records import read_steps
 from rmqcheck.traces.validate import discover, validate_local
 
@@ -64,9 +64,9 @@ def check_run(folder: Path, cfg: Config, by_model: bool = True) -> list[tuple[st
     does not promise what it breaks), what the model's path of the same run makes of it
     (`by_model`, `explain` below: a snapshot defect, named) or "unexplained" (the
     running code broke what the configuration promises, and the model does not show why).
-    `replay --cluster` compares with the model's path at every step itself: no `by_model`; nor
-    has a soak, whose epoch files are then matched against a finding's known shape instead
-    (`_shaped`: a snapshot defect by its shape, said so)."""
+    `replay --cluster` compares with the model's path at every step itself: no `by_model`. Nor
+    has a soak (no steps), whose violations are matched against the shape a known finding
+    leaves instead (`_shaped`: a snapshot defect by its shape, said so)."""
     report = validate_local(discover([str(folder)]))
     found = []  # (check, what the model judges it by, subject, detail)
     for v in report.violations:

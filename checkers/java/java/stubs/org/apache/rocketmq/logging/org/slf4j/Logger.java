@@ -1,9 +1,9 @@
 // Stand-in for RocketMQ's shaded slf4j Logger (rocketmq-logging is not in Debian). Silent unless
 // the JVM is started with -Drmqcheck.logDir=DIR: then each record goes to DIR/broker.log,
-// store.log, storeerror.log or controller.log, as rmq.broker.logback.xml and rmq.controller.logback.xml route
-// the logger names, in their pattern "%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n", a
-// throwable's stack trace after it. Every record is written (logback's async appenders may
-// drop INFO lines under load; these do not).
+// store.log, storeerror.log or controller.log, as rmq.broker.logback.xml and
+// rmq.controller.logback.xml route the logger names, in their pattern
+// "%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t - %m%n", a throwable's stack trace after it. Every record
+// is written (logback's async appenders may drop INFO lines under load; these do not).
 package org.apache.rocketmq.logging.org.slf4j;
 
 import java.io.FileOutputStream;
