@@ -247,7 +247,7 @@ def test_a_soak_s_faults_are_the_seed_s_and_each_is_healed_its_way():
         assert f.gap > 0 and f.hold > 0
 
 
-def test_a_soak_restarts_a_broker_whose_reput_service_stays_stopping_before_its_truncation_goes_on():
+def test_a_soak_restarts_a_broker_whose_reput_service_stays_stopping_before_its_truncation_goes_on(monkeypatch):
     """apache/rocketmq#9811: a truncation joins a spinning ReputMessageService for 90 s, then goes on
     beside it and the consume queue loses entries. The soak restarts such a broker after
     REPUT_STUCK seconds; a reput seen stopping for less, or stopped again in between, is left."""
@@ -259,6 +259,18 @@ def test_a_soak_restarts_a_broker_whose_reput_service_stays_stopping_before_its_
     assert watch.stuck({1: stopping, 2: idle, 3: None}, 100.0 + REPUT_STUCK) is None  # 2 stopped in between
     assert watch.stuck({1: stopping, 2: stopping, 3: None}, 99.0 + 2 * REPUT_STUCK) == 1
     assert watch.stuck({1: stopping, 2: stopping, 3: None}, 99.0 + 2 * REPUT_STUCK) is None  # 1 is watched afresh
+
+    # The soak's load asks each broker's state and names the broker to restart as one in trouble.
+    from rmqcheck.checkers.cluster import soak as soak_module
+
+    load = soak_module._Load.__new__(soak_module._Load)
+    load.reput_watch = ReputWatch()
+    load.cluster = SimpleNamespace(brokers=[1, 2], observe=lambda b: stopping if b == 2 else idle)
+    clock = iter([0.0, REPUT_STUCK])
+    monkeypatch.setattr(soak_module.time, "monotonic", lambda: next(clock))
+    assert load.stuck_reput() is None
+    trouble = load.stuck_reput()
+    assert trouble.broker == 2 and "#9811" in str(trouble)
 
 
 def test_a_soak_s_history_rotates_and_reads_back_as_the_one_run_it_is(tmp_path):
@@ -740,13 +752,16 @@ def test_a_soak_s_violations_in_a_finding_s_shape_are_that_snapshot_defect_and_n
         for name, e in entries.items():
             (tmp_path / "stores" / name).mkdir(parents=True, exist_ok=True)
             (tmp_path / "stores" / name / FILE).write_text(format_epoch_file(e))
-        return [(kind, detail) for _, kind, _, detail in check_run(tmp_path, configs.load("durable3"), by_model=False)]
+        return [(kind, detail) for _, kind, _, detail in check_run(tmp_path, configs.load("durable3"), by_model=False,
+                                                                          shapes=True)]
 
     [(kind, detail)] = judged({"broker-1": [e for e in master if e[0] != 16], "broker-3": master})
     assert kind == "snapshot defect" and "boundary_batch_labelled_next_epoch" in detail and "lacks epoch 16 (3213 " \
         "bytes from 42462118" in detail and "to epoch 15" in detail
     longer = [(e, s + 40_000 * (e >= 20)) for e, s in master]  # epoch 16 longer than a 32 KiB batch
     assert judged({"broker-1": [e for e in longer if e[0] != 16], "broker-3": longer})[0][0] == "unexplained"
+    ahead = [e for e in master if e[0] != 16] + [(60, 200_000_000)]  # the replica lacking 16 has a later epoch too
+    assert judged({"broker-1": ahead, "broker-3": master})[0][0] == "snapshot defect"
     moved = [(e, s + (e == 16)) for e, s in master]  # epoch 16 begun at two offsets: another shape
     assert judged({"broker-1": moved, "broker-3": master})[0][0] == "unexplained"
     # A check that says the shape itself (the 30-minute soak's epoch_reapply_moves_start, logs.py)

@@ -116,6 +116,10 @@ def test_a_consume_queue_off_its_offsets_is_one_violation_a_queue_naming_the_rep
     assert v.detail.startswith("broker-b/storeerror.log:1: the message of queue offset 1418 went to consume-queue entry "
                                "1417, and 2 more") and "90 s join (broker-b/broker.log:4)" in v.detail
     assert "#9811" in v.detail
+    late = {**files, "broker-b/broker.log": GOOD["broker-b/broker.log"] + "2026-11-29 15:17:25 INFO AutoSwitchHAClient"
+            " - join thread[ReputMessageService], elapsed time: 90000ms, join time:90000ms\n"}
+    [v] = logs.check_set(str(write(tmp_path / "late", late)))
+    assert "join" not in v.detail  # a join after the queue went off is not its cause
 
 
 def test_one_broker_becoming_master_twice_at_one_epoch_has_the_shape_epoch_reapply_moves_start(tmp_path):

@@ -11,8 +11,10 @@ read as they read any replica set:
 A record is one line in the snapshot's logback pattern, `%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t -
 %m%n` (rmq.broker.logback.xml, rmq.controller.logback.xml), followed by the lines of a stack
 trace it printed, if any. Timestamps have one-second resolution in a fixed zone and the nodes'
-clocks differ: they order nothing here. A node's records keep their order in its files (rolled
-files oldest first); across nodes the only order is the one epochs and offsets give.
+clocks differ: they order nothing across nodes. A node's records keep their order in its files
+(rolled files oldest first); two of its files are ordered by its own clock, to the second (a
+consume queue gone off after a ReputMessageService join); across nodes the only order is the
+one epochs and offsets give.
 
 Lines after a record that do not start one are its continuation (a stack trace, or a message of
 several lines: RocketMQ's exceptions end with "For more information, please visit the url, ...").
@@ -128,13 +130,14 @@ CONTROLLER_ELECTED = re.compile(r"ElectMasterEvent\{newMasterElected=true, broke
                                 r"newMasterBrokerId=(\d+)\}.*?masterEpoch=(\d+)")
 
 # storeerror.log, ConsumeQueue.putMessagePositionInfo (:841): a message dispatched to a consume-queue
-# position other than its queue offset's (logged once a message, as long as the queue stays off):
-# the queue lost entries or holds extra ones, so a consumer reading by queue offset skips or reads
-# again. Seen after a truncation went on beside a ReputMessageService still running (#9811).
+# position below its queue offset's (logged once a message, as long as the queue stays off; one
+# above it is "Build consume queue repeatedly" and is not written): the queue lost entries, so a
+# consumer reading by queue offset skips acked messages. Seen after a truncation went on beside a
+# ReputMessageService still running (#9811).
 CQ_ORDER_WRONG = re.compile(r"\[BUG\]logic queue order maybe wrong, expectLogicOffset: (\d+) currentLogicOffset: "
                             r"(\d+) Topic: (\S+) QID: (\d+)")
 # broker.log, ServiceThread.shutdown (:79): a join that ran out its time, the thread left running
-JOIN_RAN_OUT = re.compile(r"join thread\[ReputMessageService\], elapsed time: (\d+)ms, join time:(\d+)ms")
+JOIN_RAN_OUT = re.compile(r"join thread\[\w*ReputMessageService\], elapsed time: (\d+)ms, join time:(\d+)ms")
 CQ_UNIT = 20  # bytes a consume-queue entry (ConsumeQueue.CQ_STORE_UNIT_SIZE)
 
 EVENTS = (BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, TRANSFER_EPOCH_LOST, BEGIN_MASTER, BEGIN_SLAVE, OWN_ID,
@@ -162,7 +165,8 @@ class Node(NamedTuple):
     records: tuple[Record, ...]  # broker.log's, store.log's and controller.log's, each file in order
 
     def of(self, kind: str) -> list[Record]:
-        return [r for r in self.records if Path(r.file).name.startswith(kind)]
+        """The records of its `kind` files (broker, store, storeerror, controller)."""
+        return [r for r in self.records if FILES.fullmatch(Path(r.file).name)[1] == kind]
 
 
 def read_set(root: Path) -> list[Node]:
@@ -251,7 +255,8 @@ def _reapplied(epoch: int, became: dict[str, set[int]]) -> str:
 
 def _consume_queues(nodes: list[Node], run: str) -> list[Violation]:
     """consume_queue_order: a broker whose storeerror.log says a consume queue's entries are off
-    their queue offsets; one violation a queue, at its first record, with how many followed."""
+    their queue offsets; one violation a queue, at its first record, with how many followed, and
+    the last 90 s join of a ReputMessageService broker.log shows at or before it."""
     out: list[Violation] = []
     for node in nodes:
         joins = [(r, int(m[1])) for r in node.of("broker")
@@ -265,12 +270,13 @@ def _consume_queues(nodes: list[Node], run: str) -> list[Violation]:
                 count[queue] = count.get(queue, 0) + 1
         for (topic, qid), (r, expected, put_at) in sorted(first.items()):
             more = f", and {count[topic, qid] - 1} more records like it" if count[topic, qid] > 1 else ""
-            cause = (f"; its ReputMessageService outlived a {joins[0][1] // 1000} s join "
-                     f"({_at(node.name, joins[0][0])}), as apache/rocketmq#9811 leaves it" if joins else "")
+            before = [j for j in joins if j[0].time <= r.time]  # one node's clock: its times order its files
+            cause = (f"; its ReputMessageService outlived a {before[-1][1] // 1000} s join "
+                     f"({_at(node.name, before[-1][0])}), as apache/rocketmq#9811 leaves it" if before else "")
             out.append(Violation("consume_queue_order", run, f"{node.name} {topic} queue {qid}", count[topic, qid],
                                  f"{_at(node.name, r)}: the message of queue offset {expected} went to consume-queue "
-                                 f"entry {put_at}{more}: consumers reading by queue offset skip or repeat acked "
-                                 f"messages{cause}"))
+                                 f"entry {put_at}{more}: consumers reading by queue offset skip acked messages"
+                                 f"{cause}"))
     return out
 
 

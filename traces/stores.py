@@ -193,13 +193,16 @@ def boundary_batch_shape(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> 
     """The disagreement boundary_batch_labelled_next_epoch leaves, if `a` and `b` have its shape
     (docs/findings/boundary_batch_labelled_next_epoch.md): one lacks a single epoch E that the
     other has between two others, E is shorter than a transfer batch, and they agree on every
-    other entry. A slave whose first batch of E was the one that ends E got it labelled with E's
-    successor, so it recorded the successor only and put E's bytes under the epoch before.
-    A shape, not a proof: the model did not follow the run (a soak records no steps)."""
+    other entry both have (either may have later ones). A slave whose first batch of E was the
+    one that ends E got it labelled with E's successor, so it recorded the successor only and put
+    E's bytes under the epoch before. A shape, not a proof: the model did not follow the run (a
+    soak records no steps)."""
     for x, y in ((a, b), (b, a)):
         for i in range(1, len(x) - 1):
             (epoch, start), (_, end) = x[i], x[i + 1]
-            if end - start <= HA_TRANSFER_BATCH and len(y) > i and y == (x[:i] + x[i + 1:])[: len(y)]:
+            after_x, after_y = x[i + 1:], y[i:]
+            n = min(len(after_x), len(after_y))
+            if end - start <= HA_TRANSFER_BATCH and n and x[:i] == y[:i] and after_x[:n] == after_y[:n]:
                 return shape("boundary_batch_labelled_next_epoch", f"one replica lacks epoch {epoch} ({end - start} "
                              f"bytes from {start}, less than a {HA_TRANSFER_BATCH // 1024} KiB transfer batch) and "
                              f"counts its bytes to epoch {x[i - 1][0]}")

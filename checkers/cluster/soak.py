@@ -273,12 +273,12 @@ class _Load:
         finally:
             self.spent[activity] += time.perf_counter() - t
 
-    def watch_reput(self) -> None:
-        """Restart a broker whose ReputMessageService is stuck stopping (ReputWatch)."""
+    def stuck_reput(self) -> ClusterError | None:
+        """A broker whose ReputMessageService is stuck stopping (ReputWatch), as a broker in trouble."""
         b = self.reput_watch.stuck({b: self.cluster.observe(b) for b in self.cluster.brokers}, time.monotonic())
-        if b is not None:
-            raise ClusterError(f"broker {b}: its ReputMessageService was stopping for {REPUT_STUCK:g} s and still ran "
-                               "(apache/rocketmq#9811)", broker=b)
+        return None if b is None else ClusterError(
+            f"broker {b}: its ReputMessageService was stopping for {REPUT_STUCK:g} s and still ran "
+            "(apache/rocketmq#9811)", broker=b)
 
     def run(self, seconds: float, on_progress: Callable[[float, int], None] | None) -> float:
         """Load for `seconds`; how long it took."""
@@ -297,7 +297,8 @@ class _Load:
                 healing_at = time.monotonic() + fault.hold
             if now >= next_round:
                 self.timed("rounds", lambda: time_passes(self.cluster, wait=False))
-                self.timed("rounds", self.watch_reput)
+                if (stuck := self.timed("rounds", self.stuck_reput)) is not None:  # its restart counts to healing
+                    self.timed("healing", lambda: _troubled(self.cluster, self.history, stuck, self.troubles))
                 next_round = time.monotonic() + ROUND_EVERY
             if now >= next_read:
                 self.timed("reads", lambda: [self.client.catch_up(q) for q in range(self.queues)])

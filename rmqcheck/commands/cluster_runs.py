@@ -57,16 +57,17 @@ def record_run(cfg: Config, seed: int, folder: Path, steps: int, faults: int, sr
     return run_once(cfg, seed, folder, steps, faults, src)
 
 
-def check_run(folder: Path, cfg: Config, by_model: bool = True) -> list[tuple[str, str, str, str]]:
+def check_run(folder: Path, cfg: Config, by_model: bool = True,
+              shapes: bool = False) -> list[tuple[str, str, str, str]]:
     """Every violation `validate` finds in the run, and every invariant the running code broke
     on the way (the run's code-violations.jsonl, named by the invariant: checkers/cluster/views.py),
     with its kind: "reported" (allowed by the delivery guarantee), "expected" (the configuration
     does not promise what it breaks), what the model's path of the same run makes of it
     (`by_model`, `explain` below: a snapshot defect, named) or "unexplained" (the
     running code broke what the configuration promises, and the model does not show why).
-    `replay --cluster` compares with the model's path at every step itself: no `by_model`. Nor
-    has a soak (no steps), whose violations are matched against the shape a known finding
-    leaves instead (`_shaped`: a snapshot defect by its shape, said so)."""
+    `replay --cluster` compares with the model's path at every step itself: no `by_model`. A
+    soak has no steps for the model to follow: with `shapes`, its violations are matched against
+    the shape a known finding leaves instead (`_shaped`: a snapshot defect by its shape, said so)."""
     report = validate_local(discover([str(folder)]))
     found = []  # (check, what the model judges it by, subject, detail)
     for v in report.violations:
@@ -89,7 +90,7 @@ def check_run(folder: Path, cfg: Config, by_model: bool = True) -> list[tuple[st
             kind, detail = model[by].kind, f"{detail}; model: {model[by].note}"
         elif invariant_of(by) not in expected_ids(cfg):
             kind = "expected"
-        elif not by_model and (shaped := _shaped(folder, check, subject, detail)):
+        elif shapes and (shaped := _shaped(folder, check, subject, detail)):
             kind, detail = SNAPSHOT_DEFECT, shaped
         else:
             kind = "unexplained"
@@ -105,7 +106,10 @@ def _shaped(folder: Path, check: str, subject: str, detail: str) -> str | None:
         return detail
     if check != "epoch_agreement" or not subject.startswith("replicas "):
         return None
-    a, b = (stores.load_epoch_file(folder / "stores" / name)[0] for name in subject.split()[1:])
+    try:  # the soak's stores, with RocketMQ's default transfer batch
+        a, b = (stores.load_epoch_file(folder / "stores" / name)[0] for name in subject.split()[1:])
+    except (stores.Fatal, stores.Unreadable, ValueError):
+        return None
     found = stores.boundary_batch_shape(a, b)
     return f"{detail}; {found}" if found else None
 

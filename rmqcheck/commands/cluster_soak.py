@@ -36,7 +36,7 @@ def run_soak(args, cfg: Config) -> int:
                 failed = exc
             else:
                 started = time.perf_counter()
-                found = [v for v in check_run(folder, cfg, by_model=False) if v[1] != "reported"]
+                found = [v for v in check_run(folder, cfg, by_model=False, shapes=True) if v[1] != "reported"]
                 checked = time.perf_counter() - started
                 if not found and not args.keep_stores:
                     shutil.rmtree(folder / "stores", ignore_errors=True)
