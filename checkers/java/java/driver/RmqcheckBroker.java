@@ -458,12 +458,14 @@ public final class RmqcheckBroker {
     // --- observation ---------------------------------------------------------------------------
 
     /** The broker's state; read again when a set the store's threads change moved under the copy
-     * (the HA service hands out its SyncStateSets without a copy). */
+     * (the HA service hands out its SyncStateSets without a copy: a HashSet copied while another
+     * thread removes from it throws ConcurrentModificationException or, between hasNext and next,
+     * NoSuchElementException). */
     private Map<String, Object> state(boolean withMessages) {
         for (int attempt = 1; ; attempt++) {
             try {
                 return stateOnce(withMessages);
-            } catch (java.util.ConcurrentModificationException e) {
+            } catch (java.util.ConcurrentModificationException | java.util.NoSuchElementException e) {
                 if (attempt == 5) {
                     throw e;
                 }
