@@ -61,7 +61,8 @@ def matrix_section(rows: list[dict[str, Any]]) -> str:
         for r in group:
             tds = [f"<td>{_e(r['settings'][k])}</td>" for k in keys]
             reach = "all" if r["exhaustive"] else f"depth {r['depth']}"
-            tds.append(f"<td>{r['states']:,} states ({reach}), hunted {r['hunt_seconds']:.0f}s</td>")
+            hunted = f", hunted {r['hunt_steps']:,} steps" if r["hunt_steps"] else ""
+            tds.append(f"<td>{r['states']:,} states ({reach}){hunted}</td>")
             for c in r["cells"]:
                 if c["kind"] is None:
                     cls, text = ("held", "✓") if c["promised"] else ("none", "·")

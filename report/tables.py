@@ -19,8 +19,8 @@ MATRIX_LEGEND = (
     "`✓` promised and held; `·` not promised, no violation found; `✗n` violated where not promised, "
     "shortest counterexample found `n` steps; `✗n defect` (`✗n toggle`) a promised invariant broken by a "
     "known snapshot defect (a bug toggle turned on); `✗n UNEXPLAINED` a promised invariant broken: a failure. Explored: every state within that "
-    "many steps of the small scope was checked; hunted: seconds of search of the whole configuration, half "
-    "by the stateful hunt, half by guided walks."
+    "many steps of the small scope was checked; hunted: steps of search of the whole configuration, by the "
+    "stateful hunt and then guided walks."
 )
 
 
@@ -40,8 +40,8 @@ def _value(v: Any) -> str:
 def _explored(r: Row) -> str:
     reach = "all" if r.exhaustive else f"depth {r.depth}"
     text = f"{r.states:,} states ({reach})"
-    if r.hunt_seconds:
-        text += f", hunted {r.hunt_seconds:.0f}s"
+    if r.hunt_steps:
+        text += f", hunted {r.hunt_steps:,} steps"
     return text
 
 

@@ -242,8 +242,8 @@ def test_matrix_rows_and_bug_measures_on_spark_are_the_local_ones(tmp_path):
 
     spark = session("local[2]")
     rows = [c for c in matrix.mode_space() if modes.mode_for(c).name == "classic"][:1]
-    local = matrix.run([], rows, 60, 120, tmp_path / "local")
-    remote = matrix.run([], rows, 60, 120, tmp_path / "spark", spark=spark)
+    local = matrix.run([], rows, matrix.Work(), 120, tmp_path / "local")
+    remote = matrix.run([], rows, matrix.Work(), 120, tmp_path / "spark", spark=spark)
     assert [(r.settings, r.states, r.exhaustive) for r in remote] == [(r.settings, r.states, r.exhaustive) for r in local]
     assert [[(c.invariant, c.kind, c.steps) for c in r.cells] for r in remote] == \
         [[(c.invariant, c.kind, c.steps) for c in r.cells] for r in local]

@@ -18,6 +18,8 @@ from rmqcheck.model.config import ASYNC_FLUSH, SYNC_FLUSH, Config
 from rmqcheck.report.tables import MATRIX_LEGEND, matrix_markdown
 
 README = Path(__file__).resolve().parents[1] / "docs" / "matrix.md"  # where `make matrix` writes
+# A row's work, cut down from the matrix's (matrix.Work()) for the suite.
+SMALL = matrix.Work(states=3_000, batches=1, walk_steps=2_000)
 
 
 def cells(row: matrix.Row) -> dict[str, matrix.Cell]:
@@ -40,19 +42,47 @@ def test_the_space_is_the_documented_product():
 def test_the_defaults_lose_acked_messages_and_the_durable_settings_do_not(tmp_path):
     """known-bugs C4: the defaults allow loss of acked messages after a master crash;
     allAckInSyncStateSet with SYNC_FLUSH and no unclean election does not."""
-    defaults = matrix.check_controller(Config(bugs=frozenset()), 4, tmp_path)
+    defaults = matrix.check_controller(Config(bugs=frozenset()), SMALL, tmp_path)
     i1 = cells(defaults)["I1"]
     assert i1.kind == EXPECTED and not i1.promised and i1.method == "explore" and i1.steps <= 6
     assert main(["replay", i1.path]) == 1
-    durable = matrix.check_controller(Config(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset()), 4, tmp_path)
+    durable = matrix.check_controller(Config(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset()), SMALL, tmp_path)
     assert all(c.kind is None for c in durable.cells) and durable.states > 1000 and durable.hunt_steps > 0
     assert all(c.promised for c in durable.cells)
+
+
+class _RacingClock:
+    """`time` as a search module reads it, 1,000 s later at every reading."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 1000.0
+        return self.now
+
+
+@pytest.mark.heavy
+def test_a_row_is_counted_in_work_so_a_racing_clock_changes_no_cell(tmp_path, monkeypatch):
+    """Issue 43: a row's cells depend on its work, not on how fast the machine is. With seconds as
+    the budget this run would stop at its first state."""
+    from rmqcheck.checkers.search import explore, stateful, walk
+
+    cfg = Config(bugs=frozenset())
+    work = matrix.Work(states=3_000, batches=1, walk_steps=2_000)
+    plain = matrix.check_controller(cfg, work, tmp_path / "plain")
+    for module in (explore, stateful, walk, matrix):
+        monkeypatch.setattr(module, "time", _RacingClock())
+    raced = matrix.check_controller(cfg, work, tmp_path / "raced")
+    assert [(c.invariant, c.kind, c.steps) for c in raced.cells] == [(c.invariant, c.kind, c.steps) for c in plain.cells]
+    assert (raced.states, raced.depth, raced.hunt_steps) == (plain.states, plain.depth, plain.hunt_steps)
+    assert plain.states >= 3_000 and plain.hunt_steps >= 2_000 and any(c.kind for c in plain.cells)
 
 
 @pytest.mark.heavy
 def test_a_toggle_breaks_a_promised_cell(tmp_path):
     cfg = Config(all_ack=True, flush=SYNC_FLUSH, bugs=frozenset({"ack_uses_local_sss_only"}))
-    row = matrix.check_controller(cfg, 4, tmp_path)
+    row = matrix.check_controller(cfg, SMALL, tmp_path)
     broken = [c for c in row.cells if c.kind is not None]
     assert broken and all(c.promised and c.kind == BUG_TOGGLE for c in broken)
     assert "toggle" in matrix_markdown([row])

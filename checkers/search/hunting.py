@@ -10,7 +10,7 @@ A violation is explained in one of three ways:
 
 from __future__ import annotations
 
-import time
+import math
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple
 
@@ -80,44 +80,43 @@ def find(
 
 
 def find_each(
-    cfg: Config, targets: Iterable[str], budget: float, seed: int = 0, on_batch=None
+    cfg: Config, targets: Iterable[str], batches: int, seed: int = 0, on_batch=None
 ) -> Iterator[tuple[Finding | None, HuntResult]]:
-    """Hunt again for the targets not yet violated, on fresh seeds, until all are or the budget
-    ends: one shrunk finding per violated invariant (the last pair's finding is None when the
-    budget ended with targets unbroken)."""
+    """Hunt again for the targets not yet violated, on fresh seeds, until all are or `batches`
+    stateful batches in all are spent: one shrunk finding per violated invariant (the last
+    pair's finding is None when the budget ended with targets unbroken). Counted in batches, not
+    seconds: the same findings on any machine under any load."""
 
-    def search(remaining: set[str], left: float, seed: int) -> tuple[Finding | None, HuntResult, int]:
-        finding, result = find(cfg, remaining, left, seed, on_batch=on_batch)
-        return finding, result, seed + result.batches
+    def search(remaining: set[str], left: int, seed: int) -> tuple[Finding | None, HuntResult, int, int]:
+        finding, result = find(cfg, remaining, math.inf, seed, on_batch=on_batch, max_batches=left)
+        return finding, result, seed + result.batches, result.batches
 
-    return _each(search, targets, budget, seed)
+    return _each(search, targets, batches, seed)
 
 
 def guided_each(
-    cfg: Config, targets: Iterable[str], budget: float, seed: int = 0
+    cfg: Config, targets: Iterable[str], steps: int, seed: int = 0
 ) -> Iterator[tuple[Finding | None, int]]:
-    """`find_each` with guided walks (checkers/search/walk.py), seeds `seed`, `seed + 1`, ...: one
-    shrunk finding per violated invariant, with the steps walked for it."""
+    """`find_each` with guided walks (checkers/search/walk.py), seeds `seed`, `seed + 1`, ..., until
+    `steps` walk steps in all: one shrunk finding per violated invariant, with the steps walked
+    for it."""
 
-    def search(remaining: set[str], left: float, seed: int) -> tuple[Finding | None, int, int]:
-        r = guided(cfg, seed, left, remaining)
+    def search(remaining: set[str], left: int, seed: int) -> tuple[Finding | None, int, int, int]:
+        r = guided(cfg, seed, math.inf, remaining, max_steps=left)
         h = r.hit
         finding = h and explain(cfg, list(h.shrunk), h.invariant, h.message, seed, "guided", len(h.actions))
-        return finding, r.steps, seed + 1
+        return finding, r.steps, seed + 1, r.steps
 
-    return _each(search, targets, budget, seed)
+    return _each(search, targets, steps, seed)
 
 
-def _each(search, targets: Iterable[str], budget: float, seed: int) -> Iterator[tuple[Finding | None, Any]]:
-    """Run `search(remaining, seconds left, seed) -> (finding, stats, next seed)` until every
-    target is violated, a search finds nothing, or the budget ends."""
+def _each(search, targets: Iterable[str], work: int, seed: int) -> Iterator[tuple[Finding | None, Any]]:
+    """Run `search(remaining, work left, seed) -> (finding, stats, next seed, work done)` until
+    every target is violated, a search finds nothing, or the work is spent."""
     remaining = set(targets)
-    start = time.perf_counter()
-    while remaining:
-        left = budget - (time.perf_counter() - start)
-        if left <= 0:
-            return
-        finding, stats, seed = search(remaining, left, seed)
+    while remaining and work > 0:
+        finding, stats, seed, done = search(remaining, work, seed)
+        work -= done
         yield finding, stats
         if finding is None:
             return

@@ -5,13 +5,17 @@ Controller mode is checked over the product of the switches an operator chooses
 `enableElectUncleanMaster` x 2/3 brokers x an async learner), at the small and the large scale
 of offsets, each configuration twice over:
 
-* breadth-first exploration of a small scope (two one-byte messages, one fault of each kind)
-  for half the budget: every state within the depth it completes is checked, and what it finds
-  is a shortest counterexample within that scope;
-* for the other half, the invariants exploration did not break are hunted over the whole
-  configuration (four messages of two sizes, the full fault budget): a quarter by the Hypothesis
-  stateful hunt, a quarter by guided walks (checkers/search/walk.py), which reach deep states (a second
-  failover, a reconnect after a torn transfer) the stateful hunt rarely does.
+* breadth-first exploration of a small scope (two one-byte messages, one fault of each kind),
+  a fixed number of states: every state within the depth it completes is checked, and what it
+  finds is a shortest counterexample within that scope;
+* then the invariants exploration did not break are hunted over the whole configuration (four
+  messages of two sizes, the full fault budget): by the Hypothesis stateful hunt, then by guided
+  walks (checkers/search/walk.py), which reach deep states (a second failover, a reconnect after
+  a torn transfer) the stateful hunt rarely does.
+
+Each row's budget is counted in work (`Work`), not seconds, and every search is seeded: a row
+gives the same cells on any machine under any load, so a run on a slow or busy machine is the
+same run as on a fast idle one, only longer.
 
 The other modes (classic HA, DLedger, store recovery) have few switches and small spaces: each
 of their rows is explored exhaustively.
@@ -45,6 +49,23 @@ EXPLORE_FAULTS = NO_FAULTS._replace(
     consumer_restarts=1,
 )
 EXPLORE_BOUNDS = explore.Bounds(max_epoch=2, max_sss_epoch=3)
+
+
+class Work(NamedTuple):
+    """A controller-mode row's budget. The default costs 30-60 s a row on one core of a 2-core
+    AMD EPYC at 2.25 GHz (docs/matrix.md); the 24 s a row of the earlier, timed runs did more on
+    a faster machine and a smaller model."""
+
+    states: int = 10_000  # breadth-first states expanded in the small scope (about 3 times as many seen)
+    batches: int = 1  # Hypothesis stateful batches (stateful.DEEPENING: the first is 400 runs of 25 steps)
+    walk_steps: int = 10_000  # guided-walk steps
+
+    def times(self, factor: float) -> "Work":
+        """This budget scaled (`rmqcheck matrix --work F`); at least one batch."""
+        return Work(max(1, round(self.states * factor)), max(1, round(self.batches * factor)),
+                    max(1, round(self.walk_steps * factor)))
+
+
 # Seconds per configuration of the other modes (explored whole); each finishes well within it.
 MODE_BUDGET = 600.0
 
@@ -172,13 +193,14 @@ def _cell(inv_id: str, promised: bool, finding, path: Path) -> Cell:
     return Cell(inv_id, promised, finding.kind, len(cx.actions), cx.method, str(path), cx.message)
 
 
-def check_controller(cfg: Config, budget: float, out_dir: Path, seed: int = 0) -> Row:
-    """Explore the small scope for half the budget, then hunt the whole configuration for the
-    invariants still unbroken: stateful for a quarter, guided walks for the last quarter."""
+def check_controller(cfg: Config, work: Work, out_dir: Path, seed: int = 0) -> Row:
+    """Explore the small scope for `work.states` states, then hunt the whole configuration for
+    the invariants still unbroken: `work.batches` stateful batches, then `work.walk_steps`
+    guided-walk steps."""
     name = label(controller_settings(cfg))
     scope = cfg._replace(max_messages=2, message_sizes=(1,), faults=EXPLORE_FAULTS)
     bounds = EXPLORE_BOUNDS._replace(symmetry=cfg.brokers > 2 and not cfg.async_learners)
-    r = explore.Explorer(scope, bounds).run(budget / 2)
+    r = explore.Explorer(scope, bounds).run(states=work.states)
     cells: dict[str, Cell] = {}
     for inv_id, hit in r.hits.items():
         finding = explain(scope, list(hit.actions), inv_id, hit.message, None, "explore", len(hit.actions))
@@ -193,10 +215,10 @@ def check_controller(cfg: Config, budget: float, out_dir: Path, seed: int = 0) -
             path = write_finding(finding, out_dir / f"{name}-{inv_id}.json")
             cells[inv_id] = _cell(inv_id, BY_ID[inv_id].expected(cfg), finding, path)
 
-    for finding, result in find_each(cfg, set(BY_ID) - set(cells), budget / 4, seed):
+    for finding, result in find_each(cfg, set(BY_ID) - set(cells), work.batches, seed):
         hunt_steps += result.stats.steps
         record(finding)
-    for finding, steps in guided_each(cfg, set(BY_ID) - set(cells), budget / 4, seed):
+    for finding, steps in guided_each(cfg, set(BY_ID) - set(cells), work.walk_steps, seed):
         hunt_steps += steps
         record(finding)
     ordered = tuple(cells.get(inv.id) or Cell(inv.id, inv.expected(cfg), None, None, None, None) for inv in CATALOGUE)
@@ -246,13 +268,13 @@ def _check(task: tuple) -> Row:
 
 
 def run(
-    controller: list[Config], others: list[Any], budget: float, mode_budget: float, out_dir: Path, seed: int = 0,
+    controller: list[Config], others: list[Any], work: Work, mode_budget: float, out_dir: Path, seed: int = 0,
     jobs: int = 1, on_row: Callable[[Row], None] | None = None, spark: Any = None,
 ) -> list[Row]:
     """Check every row, `jobs` at a time (one process each), or one Spark task each with
     `spark` (`out_dir` must then be a path every executor writes to); rows come back in input
     order."""
-    tasks = [("controller", c, budget, out_dir, seed) for c in controller]
+    tasks = [("controller", c, work, out_dir, seed) for c in controller]
     tasks += [("mode", c, mode_budget, out_dir, seed) for c in others]
     if spark is not None:
         return spark_map(_check, tasks, spark, on_row)
