@@ -326,7 +326,7 @@ def history_rows(events) -> tuple[DataFrame, DataFrame]:
 
 
 def history_violations(h: DataFrame, ends: DataFrame) -> DataFrame:
-    """traces/history.py `_Run.check` as DataFrame operations: `h` (send and read rows,
+    """traces/history.py `check_runs` as DataFrame operations: `h` (send and read rows,
     partitioned by run) aggregated once per (run, message), joined with the run's watermark per
     queue and its held messages, then filtered; `order` is a window over first reads."""
     c = F.col
