@@ -104,6 +104,16 @@ def test_other_modes_rows_are_explored_exhaustively(tmp_path):
     assert lost.kind == EXPECTED and lost.steps == 10 and Path(lost.path).exists()
 
 
+def test_work_scales_and_a_bad_factor_is_one_line_and_exit_2(capsys):
+    assert matrix.Work().times(2.5) == matrix.Work(25_000, 3, 25_000)
+    assert matrix.Work().times(0.01) == matrix.Work(100, 1, 100)  # at least one batch
+    for bad in ("0", "-1", "nan", "inf", "many"):
+        with pytest.raises(SystemExit) as exc:
+            main(["matrix", "--work", bad])
+        assert exc.value.code == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1].startswith("rmqcheck matrix: error: argument --work")
+
+
 def test_where_selects_rows_by_their_shown_settings():
     space = matrix.controller_space()
     rows = matrix.select(space, matrix.controller_settings, {"brokers": "2", "allAck": "yes", "flush": "SYNC",

@@ -127,6 +127,8 @@ def _dash(v: Any) -> str:
 
 def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
     """Each row's value as a whole number (null one of them), and the values by number."""
+    if pa.types.is_string(column.type):  # one string array holds 2 GiB of text at most
+        column = pc.cast(column, pa.large_string())
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     encoded = pc.dictionary_encode(column, null_encoding="encode")

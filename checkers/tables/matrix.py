@@ -27,6 +27,7 @@ promised one may be a *snapshot defect*; anything else is *unexplained*, a failu
 
 from __future__ import annotations
 
+import math
 import time
 from itertools import product
 from pathlib import Path
@@ -61,9 +62,8 @@ class Work(NamedTuple):
     walk_steps: int = 10_000  # guided-walk steps
 
     def times(self, factor: float) -> "Work":
-        """This budget scaled (`rmqcheck matrix --work F`); at least one batch."""
-        return Work(max(1, round(self.states * factor)), max(1, round(self.batches * factor)),
-                    max(1, round(self.walk_steps * factor)))
+        """This budget scaled (`rmqcheck matrix --work F`), halves rounded up; at least one of each."""
+        return Work(*(max(1, math.floor(n * factor + 0.5)) for n in self))
 
 
 # Seconds per configuration of the other modes (explored whole); each finishes well within it.
