@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rmqcheck.cli import main
-from rmqcheck.traces import logs
+from rmqcheck.traces import history, logs
 from rmqcheck.traces.schema import TraceError
 
 ISSUE_9689 = Path(__file__).parent / "data" / "logs" / "issue-9689"
@@ -54,7 +54,11 @@ java.io.IOException: Connection reset by peer
 """,
 }
 
-# Each check's bad log: (file, the line replaced or None to append, the new line).
+HANDSHAKE = ("2026-11-27 10:01:05 INFO AutoSwitchHAClient - truncateOffset is {point}\n"
+             "2026-11-27 10:01:05 INFO AutoSwitchHAClient - no need to truncate files, truncate offset is {point}, "
+             "max physical offset is {end}")
+
+# Each check's bad log: (file, the line replaced or None to append, the new lines).
 BAD = {
     "one_master_per_epoch": ("broker-a/store.log", None,
                              "2026-11-27 10:02:00 INFO main - Change ha to master success, newMasterEpoch:2, startOffset:300"),
@@ -67,6 +71,8 @@ BAD = {
     "election_outside_sss": ("controller/controller.log", 1, "2026-11-27 10:00:05 INFO x - Event queue run "
                                           "event alterSyncStateSet, get the result ControllerResult{events=["
                                           "AlterSyncStateSetEvent{brokerName='broker-a', newSyncStateSet=[1]}]}"),
+    # AutoSwitchHAClient.doTruncate's point, then DefaultMessageStore.truncateFiles finding nothing to cut
+    "consistent_point_beyond_log_end": ("broker-b/store.log", None, HANDSHAKE.format(point=5, end=0)),
     "consume_queue_order": ("broker-b/storeerror.log", None, "2026-11-27 10:01:30 WARN ReputMessageService - [BUG]logic "
                             "queue order maybe wrong, expectLogicOffset: 28360 currentLogicOffset: 28340 Topic: "
                             "rmqcheck QID: 0 Diff: 20"),
@@ -132,6 +138,19 @@ def test_one_broker_becoming_master_twice_at_one_epoch_has_the_shape_epoch_reapp
     other = {**GOOD, "broker-a/store.log": GOOD["broker-a/store.log"] + twice}  # two brokers: another shape
     [v] = [v for v in logs.check_set(str(write(tmp_path / "other", other))) if v.check == "epoch_agreement_in_logs"]
     assert "the shape" not in v.detail
+
+
+def test_a_consistent_point_at_the_log_end_or_a_cut_elsewhere_is_no_violation(tmp_path):
+    """truncation_point_beyond_log_end's signature needs the handshake's point right before the
+    store's "nothing to cut", and beyond the log's end: at the end is every new slave's handshake,
+    and truncateDirtyFiles (a master's truncateInvalidMsg) writes the same words without a point."""
+    at_end = changed("broker-b/store.log", None, HANDSHAKE.format(point=300, end=300))
+    assert logs.check_set(str(write(tmp_path / "end", at_end))) == []
+    no_point = HANDSHAKE.format(point=5, end=0).replace("truncateOffset is 5", "truncate dirty files to 5")
+    assert logs.check_set(str(write(tmp_path / "dirty", changed("broker-b/store.log", None, no_point)))) == []
+    found, = logs.check_set(str(write(tmp_path / "bad", changed(*BAD["consistent_point_beyond_log_end"]))))
+    assert found.subject == "broker-b" and "truncation_point_beyond_log_end" in found.detail
+    assert history.SHAPE.search(found.detail)[1] == "truncation_point_beyond_log_end"
 
 
 def test_the_public_excerpt_of_issue_9689_is_a_same_master_epoch_bump_with_open_connections(tmp_path):

@@ -109,6 +109,13 @@ NEW_MASTER_TRUNCATED = re.compile(r"TruncateOffset is (-?\d+), confirmOffset is 
 # store.log, AutoSwitchHAClient.doTruncate (:450-451): both sides' epoch entries at a handshake
 EPOCH_ENTRIES = re.compile(r"(master|local) epoch entries is \[(.*)\]")
 ENTRY = re.compile(r"EpochEntry\{epoch=(-?\d+), startOffset=(-?\d+), endOffset=(-?\d+)\}")
+# store.log, AutoSwitchHAClient.doTruncate (:455) then DefaultMessageStore.truncateFiles (:777): the
+# consistent point a slave's handshake found, and the store's "nothing to cut" when it is at or
+# beyond the log's end (its truncateDirtyFiles, :739, writes the same words after "truncate dirty
+# files to", without the first line)
+CONSISTENT_POINT = re.compile(r"truncateOffset is (-?\d+)")
+NOTHING_TO_CUT = re.compile(r"no need to truncate files, truncate offset is (-?\d+), max physical offset is (-?\d+)")
+CUTTING = re.compile(r"truncate dirty files to (-?\d+)")  # DefaultMessageStore.truncateDirtyFiles (:735)
 # store.log, AutoSwitchHAConnection's WriteSocketService (:527, :602): a transfer under an epoch
 # the master's epoch file no longer has a place for (#9689)
 TRANSFER_EPOCH_LOST = re.compile(r"(Failed to find epochEntry with epoch (\d+) when build msg header|"
@@ -140,10 +147,12 @@ CQ_ORDER_WRONG = re.compile(r"\[BUG\]logic queue order maybe wrong, expectLogicO
 JOIN_RAN_OUT = re.compile(r"join thread\[\w*ReputMessageService\], elapsed time: (\d+)ms, join time:(\d+)ms")
 CQ_UNIT = 20  # bytes a consume-queue entry (ConsumeQueue.CQ_STORE_UNIT_SIZE)
 
-EVENTS = (BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, TRANSFER_EPOCH_LOST, BEGIN_MASTER, BEGIN_SLAVE, OWN_ID,
+EVENTS = (BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, CONSISTENT_POINT, NOTHING_TO_CUT, CUTTING,
+          TRANSFER_EPOCH_LOST, BEGIN_MASTER, BEGIN_SLAVE, OWN_ID,
           SSS_CHANGED, CONTROLLER_SSS, CONTROLLER_ELECTED, CQ_ORDER_WRONG, JOIN_RAN_OUT)
 
 CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
+                           "consistent_point_beyond_log_end",
                            "election_outside_sss", "election_outside_logged_sss", "same_master_epoch_bump",
                            "consume_queue_order")
 # What the model judges each by: an invariant of its catalogue (invariants/catalogue.py), or for
@@ -151,6 +160,7 @@ CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "t
 # reported only: a master synchronizing an expansion acks with the proposed set before it logs
 # "SyncStateSet changed", so its log can lack a member the controller rightly elects.
 INVARIANT = {"one_master_per_epoch": "I6", "epoch_agreement_in_logs": "epoch_agreement", "truncation_below_confirm": "I9",
+             "consistent_point_beyond_log_end": "I2",
              "election_outside_sss": "I7", "same_master_epoch_bump": "I5", "consume_queue_order": "I1"}
 REPORTED = {"election_outside_logged_sss": "a broker's log can lack the expansion its master acked with "
                                            "(controller.log's check is the one that fails)"}
@@ -203,7 +213,17 @@ def judge_set(set_dir: str) -> tuple[list[Violation], int]:
     became: dict[int, dict[str, set[int]]] = {}  # epoch -> node -> the offsets it became master at
     for node in nodes:
         bump: tuple[int, str] | None = None  # a same-master epoch bump this node still serves
+        point: int | None = None  # the consistent point of this node's handshake in progress
         for r in node.of("store"):
+            if m := CONSISTENT_POINT.fullmatch(r.message):
+                point = int(m.group(1))
+                continue
+            if point is not None and (m := NOTHING_TO_CUT.fullmatch(r.message)) and point == int(m[1]) > int(m[2]):
+                out.append(Violation("consistent_point_beyond_log_end", run, node.name, 1, f"{_at(node.name, r)}: "
+                                     f"a handshake's consistent point {point} is beyond the slave's log end {m[2]}; "
+                                     f"the slave reports {point} as its offset and acks bytes it does not hold; "
+                                     + shape("truncation_point_beyond_log_end", "nothing was cut")))
+            point = None  # only the record right after the point says what became of it
             if m := BECAME_MASTER.search(r.message):
                 epoch, start = int(m.group(2)), int(m.group(3))
                 masters.setdefault(epoch, {}).setdefault(node.name, _at(node.name, r))
