@@ -24,6 +24,7 @@ from rmqcheck.checkers.cluster.proxy import BLACKHOLE, CUT, OPEN, STEP, LinkProx
 from rmqcheck.checkers.java import build
 from rmqcheck.cli import main
 from rmqcheck.model.bugs import TOGGLES
+from rmqcheck.traces import logs
 from rmqcheck.traces.openchaos import read_history
 from rmqcheck.traces.validate import discover, validate_local
 
@@ -585,16 +586,19 @@ def test_a_crash_keeping_part_of_the_unflushed_tail_tears_the_same_message_on_th
 
 @needs_rocketmq
 @pytest.mark.heavy
-def test_replay_on_the_cluster_reproduces_epoch_reapply_moves_start(capsys):
+def test_replay_on_the_cluster_reproduces_epoch_reapply_moves_start(capsys, tmp_path):
     """The finding (docs/findings.md), step by step on RocketMQ's running code: the restarted master
     re-appends its epoch at its max offset, the slave's handshake keeps nothing past the moved
     start, and the controller's SyncStateSet then holds a broker that lacks an acknowledged
-    message (I2)."""
+    message (I2). The slave's log then carries truncation_point_beyond_log_end's signature
+    (traces/logs.py): its handshake's point is beyond its log's end."""
     scenario = str(Path(__file__).resolve().parents[1] / "scenarios" / "toggles" / "epoch_reapply_moves_start.scn")
-    assert main(["replay", scenario, "--cluster", "--quiet"]) == 1
+    assert main(["replay", scenario, "--cluster", "--quiet", "--keep", str(tmp_path / "kept")]) == 1
     text = capsys.readouterr().out
     assert "reproduced on RocketMQ's code: I2 isr_safety: broker 2 is in the controller's SyncStateSet [1, 2] but " \
            "its commit log lacks acknowledged m3" in text.replace("\n", " "), text
+    beyond = [v for v in logs.check_set(str(tmp_path / "kept" / "logs")) if v.check == "consistent_point_beyond_log_end"]
+    assert [v.subject for v in beyond] == ["broker-2"] and "point 640 is beyond the slave's log end 0" in beyond[0].detail
 
 
 FINDINGS = [t.name for t in TOGGLES if t.in_snapshot]
