@@ -53,9 +53,9 @@ EXPLORE_BOUNDS = explore.Bounds(max_epoch=2, max_sss_epoch=3)
 
 
 class Work(NamedTuple):
-    """A controller-mode row's budget. The default costs 30-60 s a row on one core of a 2-core
-    AMD EPYC at 2.25 GHz (docs/matrix.md); the 24 s a row of the earlier, timed runs did more on
-    a faster machine and a smaller model."""
+    """A controller-mode row's budget. The default took 19-163 s a row (median 45 s) on one core
+    of a 2-core AMD EPYC at 2.25 GHz (docs/matrix.md); the 24 s a row of the earlier, timed runs
+    did about three times this work on a faster machine and a smaller model."""
 
     states: int = 10_000  # breadth-first states expanded in the small scope (about 3 times as many seen)
     batches: int = 1  # Hypothesis stateful batches (stateful.DEEPENING: the first is 400 runs of 25 steps)
