@@ -115,7 +115,9 @@ ENTRY = re.compile(r"EpochEntry\{epoch=(-?\d+), startOffset=(-?\d+), endOffset=(
 # files to", without the first line)
 CONSISTENT_POINT = re.compile(r"truncateOffset is (-?\d+)")
 NOTHING_TO_CUT = re.compile(r"no need to truncate files, truncate offset is (-?\d+), max physical offset is (-?\d+)")
-CUTTING = re.compile(r"truncate dirty files to (-?\d+)")  # DefaultMessageStore.truncateDirtyFiles (:735)
+# DefaultMessageStore.truncateDirtyFiles (:735): kept among the records only so that a cut is the
+# record after a handshake's point, and a later "nothing to cut" is not taken for its answer
+CUTTING = re.compile(r"truncate dirty files to (-?\d+)")
 # store.log, AutoSwitchHAConnection's WriteSocketService (:527, :602): a transfer under an epoch
 # the master's epoch file no longer has a place for (#9689)
 TRANSFER_EPOCH_LOST = re.compile(r"(Failed to find epochEntry with epoch (\d+) when build msg header|"
