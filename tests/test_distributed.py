@@ -59,7 +59,7 @@ def explored(name: str, depth: int, symmetry: bool, master: str, python: str, wo
 
 
 def test_std2_levels_are_the_local_explorers_on_local_spark(python, tmp_path):
-    local, remote = explored("std2", 7, False, "local[2]", python, tmp_path)  # depth 10: -m slow
+    local, remote = explored("std2", 5, False, "local[2]", python, tmp_path)  # depth 10: -m slow
     same(local, remote)
     assert local.levels[:4] == (1, 5, 16, 43)
 

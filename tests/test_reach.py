@@ -175,7 +175,7 @@ def test_a_lingering_connection_is_what_lets_acks_count_twice():
     with_toggle = Explorer(one_each, bounds).run()
     without = Explorer(one_each._replace(bugs=frozenset()), bounds).run()
     assert (with_toggle.states, with_toggle.transitions) == (without.states, without.transitions) > (1000, 0)
-    finding = next(f for f, _ in guided_each(cfg, {"I2", "I4"}, steps=60_000, seed=0) if f is not None)  # 37,697
+    finding = next(f for f, _ in guided_each(cfg, {"I2", "I4"}, steps=60_000, seed=4) if f is not None)  # 886 steps (seed 0: 37,697)
     assert finding.counterexample.depends_on == ("acks_counted_per_connection",)
     assert any(a[0] == "ha_linger" for a in finding.counterexample.actions)
 
