@@ -73,6 +73,12 @@ BAD = {
                                           "AlterSyncStateSetEvent{brokerName='broker-a', newSyncStateSet=[1]}]}"),
     # AutoSwitchHAClient.doTruncate's point, then DefaultMessageStore.truncateFiles finding nothing to cut
     "consistent_point_beyond_log_end": ("broker-b/store.log", None, HANDSHAKE.format(point=5, end=0)),
+    # the master grows {2} to {2, 3}, then a stale expansion computed from {2} is applied as {1, 2}
+    "sss_alter_adds_and_removes": ("controller/controller.log", None, "\n".join(
+        "2026-11-27 10:01:{:02d} INFO x - Event queue run event alterSyncStateSet, get the result ControllerResult{{"
+        "events=[AlterSyncStateSetEvent{{brokerName='broker-a', newSyncStateSet=[{}]}}], "
+        "response=AlterSyncStateSetResponseHeader{{newSyncStateSetEpoch={}}}}}".format(10 + e, ids, e)
+        for ids, e in (("2, 3", 4), ("1, 2", 5)))),
     "consume_queue_order": ("broker-b/storeerror.log", None, "2026-11-27 10:01:30 WARN ReputMessageService - [BUG]logic "
                             "queue order maybe wrong, expectLogicOffset: 28360 currentLogicOffset: 28340 Topic: "
                             "rmqcheck QID: 0 Diff: 20"),
@@ -151,6 +157,56 @@ def test_a_consistent_point_at_the_log_end_or_a_cut_elsewhere_is_no_violation(tm
     found, = logs.check_set(str(write(tmp_path / "bad", changed(*BAD["consistent_point_beyond_log_end"]))))
     assert found.subject == "broker-b" and "truncation_point_beyond_log_end" in found.detail
     assert history.SHAPE.search(found.detail)[1] == "truncation_point_beyond_log_end"
+
+
+def test_a_master_s_own_log_shows_a_stale_alter_where_no_controller_log_is_given(tmp_path):
+    """Without controller.log, each master's broker.log in its own order: the durable3 start of
+    docs/findings/alter_uses_epochs_at_send.md. An election's set (its master alone) is not judged."""
+    changes = "".join(f"2026-11-27 10:02:0{n} INFO AutoSwitchHAService_Executor_1 - SyncStateSet changed from "
+                      f"[{old}] to [{new}]\n" for n, (old, new) in enumerate((("2", "2, 3"), ("2, 3", "1, 2"),
+                                                                              ("1, 2", "1, 2, 3"), ("1, 3", "2"))))
+    files = {k: v for k, v in GOOD.items() if not k.startswith("controller/")}
+    files["broker-b/broker.log"] += changes
+    [v] = logs.check_set(str(write(tmp_path / "set", files)))
+    assert (v.check, v.subject, v.count) == ("sss_alter_adds_and_removes", "broker-b", 1)
+    assert v.detail.startswith("broker-b/broker.log:5: the master applied [1, 2] over [2, 3]")
+    assert history.SHAPE.search(v.detail)[1] == "alter_uses_epochs_at_send"
+
+
+def _alters_both_ways(cfg, walks: int) -> tuple[int, int]:
+    """Seeded random walks of the model: (SyncStateSet changes by alter_sss, those that both add
+    and remove members), as the controller commits them."""
+    import random
+
+    from rmqcheck.model.controller import committed
+    from rmqcheck.model.step import initial_state, successors
+
+    rnd, alters, both = random.Random(0), 0, 0
+    for _ in range(walks):
+        s = initial_state(cfg)
+        for _ in range(40):
+            if not (nxt := successors(s, cfg)):
+                break
+            action, t = rnd.choice(nxt)
+            old, new = committed(s.ctrl).sss, committed(t.ctrl).sss
+            if action[0] == "alter_sss" and old != new:
+                alters, both = alters + 1, both + (not (old <= new or new <= old))
+            s = t
+    return alters, both
+
+
+@pytest.mark.heavy
+def test_only_the_snapshot_s_stale_alter_both_adds_and_removes_members():
+    """sss_alter_adds_and_removes' premise, on the model: in the intended model no applied alter
+    both adds and removes members (none in 3,000 walks either, of this configuration and of its
+    2-broker form); with alter_uses_epochs_at_send's snapshot form, the first such change comes
+    at walk 81."""
+    from rmqcheck.model import configs
+
+    cfg = configs.exposing(frozenset({"alter_uses_epochs_at_send"}))._replace(brokers=3)
+    alters, both = _alters_both_ways(cfg._replace(bugs=frozenset()), 300)
+    assert alters > 20 and both == 0
+    assert _alters_both_ways(cfg, 300)[1] > 0
 
 
 def test_the_public_excerpt_of_issue_9689_is_a_same_master_epoch_bump_with_open_connections(tmp_path):

@@ -137,6 +137,9 @@ SSS_CHANGED = re.compile(r"SyncStateSet changed from \[([\d, ]*)\] to \[([\d, ]*
 CONTROLLER_SSS = re.compile(r"AlterSyncStateSetEvent\{brokerName='([^']*)', newSyncStateSet=\[([\d, ]*)\]\}")
 CONTROLLER_ELECTED = re.compile(r"ElectMasterEvent\{newMasterElected=true, brokerName='([^']*)', "
                                 r"newMasterBrokerId=(\d+)\}.*?masterEpoch=(\d+)")
+# The SyncStateSet epoch each result installs: an alter's response header, an election's.
+ALTER_SSS_EPOCH = re.compile(r"newSyncStateSetEpoch=(\d+)")
+ELECTED_SSS_EPOCH = re.compile(r"[ {]syncStateSetEpoch=(\d+)")
 
 # storeerror.log, ConsumeQueue.putMessagePositionInfo (:841): a message dispatched to a consume-queue
 # position below its queue offset's (logged once a message, as long as the queue stays off; one
@@ -156,7 +159,7 @@ EVENTS = (BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, CONSISTENT_POINT, 
 CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
                            "consistent_point_beyond_log_end",
                            "election_outside_sss", "election_outside_logged_sss", "same_master_epoch_bump",
-                           "consume_queue_order")
+                           "consume_queue_order", "sss_alter_adds_and_removes")
 # What the model judges each by: an invariant of its catalogue (invariants/catalogue.py), or for
 # the epochs the logs give, the store check of epoch files. The broker-side election check is
 # reported only: a master synchronizing an expansion acks with the proposed set before it logs
@@ -165,7 +168,9 @@ INVARIANT = {"one_master_per_epoch": "I6", "epoch_agreement_in_logs": "epoch_agr
              "consistent_point_beyond_log_end": "I2",
              "election_outside_sss": "I7", "same_master_epoch_bump": "I5", "consume_queue_order": "I1"}
 REPORTED = {"election_outside_logged_sss": "a broker's log can lack the expansion its master acked with "
-                                           "(controller.log's check is the one that fails)"}
+                                           "(controller.log's check is the one that fails)",
+            "sss_alter_adds_and_removes": "the stale alter it shows loses a message only if a failover follows "
+                                          "while a member it added lags"}
 
 
 def _ids(text: str) -> frozenset[int]:
@@ -323,8 +328,8 @@ def _elections(nodes: list[Node], run: str) -> list[Violation]:
                 ids[node.name] = int(m.group(1))
             elif (m := SSS_CHANGED.search(r.message)) and serving is not None:
                 acked[serving] = (node.name, _ids(m.group(2)), _at(node.name, r))
-    out = _controller_elections(nodes, run)
-    judged = {v.subject for v in out}
+    out = _controller_elections(nodes, run) + _stale_alters(nodes, run)
+    judged = {v.subject for v in out if v.check == "election_outside_sss"}
     for epoch, (master, where) in sorted(elected.items()):
         if f"epoch {epoch}" in judged:
             continue
@@ -360,3 +365,49 @@ def _controller_elections(nodes: list[Node], run: str) -> list[Violation]:
                                          f"applied (allowed only with enableElectUncleanMaster)"))
                 sss[group] = frozenset({master})
     return out
+
+
+def _stale_alters(nodes: list[Node], run: str) -> list[Violation]:
+    """sss_alter_adds_and_removes: a SyncStateSet applied by AlterSyncStateSet that both adds and
+    removes members of the set before it. A master computes each change from its local set, the
+    controller's at that epoch, so a change computed there only grows or only shrinks it; one
+    that does both was computed under an older set and passed the epoch fence because the master
+    sends the epochs current at send time, the signature of alter_uses_epochs_at_send
+    (ReplicasManager.doReportSyncStateSetChanged :761). The intended model makes no such change
+    (tests/test_logs.py). Judged by controller.log, each result against the set one
+    SyncStateSet epoch before (across controller nodes); without it, by each master's broker.log
+    (ReplicasManager.changeSyncStateSet :340, in its own order). An election's set is its master
+    alone, so a change to one member is never judged. One violation a broker set or broker."""
+    sets: dict[tuple[str, int], dict[frozenset[int], str]] = {}  # (group, epoch) -> set -> where said
+    alters: list[tuple[str, int, frozenset[int], str]] = []
+    for node in nodes:
+        for r in node.of("controller"):
+            if (m := CONTROLLER_SSS.search(r.message)) and (e := ALTER_SSS_EPOCH.search(r.message)):
+                group, epoch, ids = m[1], int(e[1]), _ids(m[2])
+                alters.append((group, epoch, ids, _at(node.name, r)))
+            elif (m := CONTROLLER_ELECTED.search(r.message)) and (e := ELECTED_SSS_EPOCH.search(r.message)):
+                group, epoch, ids = m[1], int(e[1]), frozenset({int(m[2])})
+            else:
+                continue
+            sets.setdefault((group, epoch), {}).setdefault(ids, _at(node.name, r))
+    seen: dict[str, list[str]] = {}  # subject -> each change's description
+    for group, epoch, ids, where in alters:
+        before = sets.get((group, epoch - 1), {})
+        if len(before) == 1:  # two results at one epoch: one was not appended (:493); judge neither
+            (old, said), = before.items()
+            if not (old <= ids or ids <= old):
+                seen.setdefault(group, []).append(f"{where}: the controller applied {sorted(ids)} at "
+                                                  f"syncStateSetEpoch {epoch} over {sorted(old)} ({said})")
+    if not alters:
+        for node in nodes:
+            for r in node.of("broker"):
+                if (m := SSS_CHANGED.search(r.message)) and len(ids := _ids(m[2])) > 1:
+                    old = _ids(m[1])
+                    if not (old <= ids or ids <= old):
+                        seen.setdefault(node.name, []).append(f"{_at(node.name, r)}: the master applied "
+                                                              f"{sorted(ids)} over {sorted(old)}")
+    return [Violation("sss_alter_adds_and_removes", run, subject, len(said),
+                      f"{said[0]}{f', and {len(said) - 1} more changes like it' if len(said) > 1 else ''}: a "
+                      f"SyncStateSet change computed under an older set passed the epoch fence; "
+                      + shape("alter_uses_epochs_at_send", "a stale alter accepted"))
+            for subject, said in sorted(seen.items())]
