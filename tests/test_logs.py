@@ -79,6 +79,10 @@ BAD = {
         "events=[AlterSyncStateSetEvent{{brokerName='broker-a', newSyncStateSet=[{}]}}], "
         "response=AlterSyncStateSetResponseHeader{{newSyncStateSetEpoch={}}}}}".format(10 + e, ids, e)
         for ids, e in (("2, 3", 4), ("1, 2", 5)))),
+    # BrokerStartup's settings (MixAll.printObjectProperties) say broker-b is a learner; it then
+    # begins to change to master (its broker.log's line 2)
+    "learner_became_master": ("broker-b/broker.log", 0, "2026-11-27 09:59:59 INFO main - asyncLearner=true\n"
+                              + GOOD["broker-b/broker.log"].splitlines()[0]),
     "consume_queue_order": ("broker-b/storeerror.log", None, "2026-11-27 10:01:30 WARN ReputMessageService - [BUG]logic "
                             "queue order maybe wrong, expectLogicOffset: 28360 currentLogicOffset: 28340 Topic: "
                             "rmqcheck QID: 0 Diff: 20"),
@@ -171,6 +175,21 @@ def test_a_master_s_own_log_shows_a_stale_alter_where_no_controller_log_is_given
     assert (v.check, v.subject, v.count) == ("sss_alter_adds_and_removes", "broker-b", 1)
     assert v.detail.startswith("broker-b/broker.log:5: the master applied [1, 2] over [2, 3]")
     assert history.SHAPE.search(v.detail)[1] == "alter_uses_epochs_at_send"
+
+
+def test_a_learner_is_judged_by_its_last_start_s_settings(tmp_path):
+    """A broker restarted without asyncLearner may be elected; one started as a learner again
+    may not. The violation names the start's settings line and the change."""
+    head, *rest = GOOD["broker-b/broker.log"].splitlines()
+    settings = "2026-11-27 09:59:59 INFO main - asyncLearner={}"
+    unlearned = "\n".join([settings.format("true"), head, settings.format("false"), *rest]) + "\n"
+    assert logs.check_set(str(write(tmp_path / "ok", {**GOOD, "broker-b/broker.log": unlearned}))) == []
+    relearned = "\n".join([settings.format("false"), head, settings.format("true"), *rest]) + "\n"
+    [v] = logs.check_set(str(write(tmp_path / "bad", {**GOOD, "broker-b/broker.log": relearned})))
+    assert (v.check, v.subject, v.count) == ("learner_became_master", "broker-b", 1)
+    assert v.detail.startswith("broker-b/broker.log:4: a broker started as an async learner (broker-b/broker.log:3) "
+                               "began to change to master at masterEpoch 2")
+    assert history.SHAPE.search(v.detail)[1] == "learner_requests_election"
 
 
 def _alters_both_ways(cfg, walks: int) -> tuple[int, int]:

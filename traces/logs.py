@@ -137,6 +137,9 @@ SSS_CHANGED = re.compile(r"SyncStateSet changed from \[([\d, ]*)\] to \[([\d, ]*
 CONTROLLER_SSS = re.compile(r"AlterSyncStateSetEvent\{brokerName='([^']*)', newSyncStateSet=\[([\d, ]*)\]\}")
 CONTROLLER_ELECTED = re.compile(r"ElectMasterEvent\{newMasterElected=true, brokerName='([^']*)', "
                                 r"newMasterBrokerId=(\d+)\}.*?masterEpoch=(\d+)")
+# broker.log, BrokerStartup.createBrokerController (:233): MixAll.printObjectProperties writes each
+# MessageStoreConfig field as "name=value" at every start.
+LEARNER = re.compile(r"asyncLearner=(true|false)")
 # The SyncStateSet epoch each result installs: an alter's response header, an election's.
 ALTER_SSS_EPOCH = re.compile(r"newSyncStateSetEpoch=(\d+)")
 ELECTED_SSS_EPOCH = re.compile(r"[ {]syncStateSetEpoch=(\d+)")
@@ -159,14 +162,14 @@ EVENTS = (BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, CONSISTENT_POINT, 
 CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
                            "consistent_point_beyond_log_end",
                            "election_outside_sss", "election_outside_logged_sss", "same_master_epoch_bump",
-                           "consume_queue_order", "sss_alter_adds_and_removes")
+                           "consume_queue_order", "sss_alter_adds_and_removes", "learner_became_master")
 # What the model judges each by: an invariant of its catalogue (invariants/catalogue.py), or for
 # the epochs the logs give, the store check of epoch files. The broker-side election check is
 # reported only: a master synchronizing an expansion acks with the proposed set before it logs
 # "SyncStateSet changed", so its log can lack a member the controller rightly elects.
 INVARIANT = {"one_master_per_epoch": "I6", "epoch_agreement_in_logs": "epoch_agreement", "truncation_below_confirm": "I9",
              "consistent_point_beyond_log_end": "I2",
-             "election_outside_sss": "I7", "same_master_epoch_bump": "I5", "consume_queue_order": "I1"}
+             "election_outside_sss": "I7", "learner_became_master": "I7", "same_master_epoch_bump": "I5", "consume_queue_order": "I1"}
 REPORTED = {"election_outside_logged_sss": "a broker's log can lack the expansion its master acked with "
                                            "(controller.log's check is the one that fails)",
             "sss_alter_adds_and_removes": "the stale alter it shows loses a message only if a failover follows "
@@ -328,7 +331,7 @@ def _elections(nodes: list[Node], run: str) -> list[Violation]:
                 ids[node.name] = int(m.group(1))
             elif (m := SSS_CHANGED.search(r.message)) and serving is not None:
                 acked[serving] = (node.name, _ids(m.group(2)), _at(node.name, r))
-    out = _controller_elections(nodes, run) + _stale_alters(nodes, run)
+    out = _controller_elections(nodes, run) + _stale_alters(nodes, run) + _learners(nodes, run)
     judged = {v.subject for v in out if v.check == "election_outside_sss"}
     for epoch, (master, where) in sorted(elected.items()):
         if f"epoch {epoch}" in judged:
@@ -411,3 +414,30 @@ def _stale_alters(nodes: list[Node], run: str) -> list[Violation]:
                       f"SyncStateSet change computed under an older set passed the epoch fence; "
                       + shape("alter_uses_epochs_at_send", "a stale alter accepted"))
             for subject, said in sorted(seen.items())]
+
+
+def _learners(nodes: list[Node], run: str) -> list[Violation]:
+    """learner_became_master: a broker started with asyncLearner=true (its last start's settings
+    before it, in its broker.log) that begins to change to master. The deployment guide says a
+    learner is never elected; ReplicasManager.startBasicService (:200) asks for an election
+    whatever asyncLearner says, and the controller elects the first requester of a broker set
+    unchecked: the signature of learner_requests_election (apache/rocketmq#10013). One violation
+    a broker, at its first change, with the count."""
+    out = []
+    for node in nodes:
+        learner: Record | None = None  # the settings line of a start as a learner
+        became: list[tuple[Record, Record]] = []  # (the settings line, the change to master)
+        for r in node.of("broker"):
+            if m := LEARNER.fullmatch(r.message):
+                learner = r if m[1] == "true" else None
+            elif learner is not None and BEGIN_MASTER.search(r.message):
+                became.append((learner, r))
+        if became:
+            settings, first = became[0]
+            more = f", and {len(became) - 1} more times" if len(became) > 1 else ""
+            out.append(Violation("learner_became_master", run, node.name, len(became),
+                                 f"{_at(node.name, first)}: a broker started as an async learner "
+                                 f"({_at(node.name, settings)}) began to change to master at masterEpoch "
+                                 f"{BEGIN_MASTER.search(first.message)[1]}{more}: a learner is never to be elected; "
+                                 + shape("learner_requests_election", "a learner elected")))
+    return out
