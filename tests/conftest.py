@@ -130,6 +130,15 @@ def spark_python() -> str:
     return distributed.stable_python(Path(__file__).resolve().parents[1] / "build" / "spark")
 
 
+@pytest.fixture
+def tenth_size_batches(monkeypatch):
+    """Stateful hunt batches a tenth of their size (40 runs, not 400): for tests of how a hunt
+    counts its batches, not of what a batch finds."""
+    from rmqcheck.checkers.search import stateful
+
+    monkeypatch.setattr(stateful, "DEEPENING", tuple((runs // 10, steps) for runs, steps in stateful.DEEPENING))
+
+
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory):
     """rmqcheck's wheel, built once from this checkout (no build isolation: no download)."""

@@ -176,13 +176,9 @@ def test_explore_hunts_are_no_longer_than_the_stateful_checkers(toggle):
     assert reproduces(found.cfg, found.hit.actions, found.hit.invariant) is not None
 
 
-def test_hunts_budgeted_in_work_stop_after_that_work(monkeypatch):
-    """`scoped.hunt(states=)` and `stateful.hunt(max_batches=)`: a count, not the clock (the
-    stateful batches a tenth of their size: 40 runs, not 400)."""
-    from rmqcheck.checkers.search import stateful
+def test_hunts_budgeted_in_work_stop_after_that_work(tenth_size_batches):
+    """`scoped.hunt(states=)` and `stateful.hunt(max_batches=)`: a count, not the clock."""
     from rmqcheck.checkers.search.stateful import hunt as stateful_hunt
-
-    monkeypatch.setattr(stateful, "DEEPENING", tuple((runs // 10, steps) for runs, steps in stateful.DEEPENING))
 
     cfg = TINY._replace(bugs=frozenset())
     def seen(states):

@@ -169,7 +169,8 @@ CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "t
 # "SyncStateSet changed", so its log can lack a member the controller rightly elects.
 INVARIANT = {"one_master_per_epoch": "I6", "epoch_agreement_in_logs": "epoch_agreement", "truncation_below_confirm": "I9",
              "consistent_point_beyond_log_end": "I2",
-             "election_outside_sss": "I7", "learner_became_master": "I7", "same_master_epoch_bump": "I5", "consume_queue_order": "I1"}
+             "election_outside_sss": "I7", "learner_became_master": "I7", "same_master_epoch_bump": "I5",
+             "consume_queue_order": "I1"}
 REPORTED = {"election_outside_logged_sss": "a broker's log can lack the expansion its master acked with "
                                            "(controller.log's check is the one that fails)",
             "sss_alter_adds_and_removes": "the stale alter it shows loses a message only if a failover follows "
@@ -270,7 +271,8 @@ def judge_set(set_dir: str) -> tuple[list[Violation], int]:
                                  f"epoch {epoch} starts at {len(said)} offsets: "
                                  + "; ".join(f"{s} at {', '.join(w[:2])}" for s, w in sorted(said.items()))
                                  + _reapplied(epoch, became.get(epoch, {}))))
-    return out + _consume_queues(nodes, run) + _elections(nodes, run), sum(len(n.records) for n in nodes)
+    return (out + _consume_queues(nodes, run) + _elections(nodes, run) + _stale_alters(nodes, run)
+            + _learners(nodes, run), sum(len(n.records) for n in nodes))
 
 
 def _reapplied(epoch: int, became: dict[str, set[int]]) -> str:
@@ -331,8 +333,8 @@ def _elections(nodes: list[Node], run: str) -> list[Violation]:
                 ids[node.name] = int(m.group(1))
             elif (m := SSS_CHANGED.search(r.message)) and serving is not None:
                 acked[serving] = (node.name, _ids(m.group(2)), _at(node.name, r))
-    out = _controller_elections(nodes, run) + _stale_alters(nodes, run) + _learners(nodes, run)
-    judged = {v.subject for v in out if v.check == "election_outside_sss"}
+    out = _controller_elections(nodes, run)
+    judged = {v.subject for v in out}
     for epoch, (master, where) in sorted(elected.items()):
         if f"epoch {epoch}" in judged:
             continue
