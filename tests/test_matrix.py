@@ -68,6 +68,7 @@ def test_a_row_is_counted_in_work_so_a_racing_clock_changes_no_cell(tmp_path, mo
     """Issue 43: a row's cells depend on its work, not on how fast the machine is. With seconds as
     the budget this run would stop at its first state."""
     from rmqcheck.checkers.search import explore, stateful, walk
+
     cfg = Config(bugs=frozenset())
     work = matrix.Work(states=3_000, batches=1, walk_steps=2_000)
     plain = matrix.check_controller(cfg, work, tmp_path / "plain")
