@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import threading
@@ -599,6 +600,25 @@ def test_replay_on_the_cluster_reproduces_epoch_reapply_moves_start(capsys, tmp_
            "its commit log lacks acknowledged m3" in text.replace("\n", " "), text
     beyond = [v for v in logs.check_set(str(tmp_path / "kept" / "logs")) if v.check == "consistent_point_beyond_log_end"]
     assert [v.subject for v in beyond] == ["broker-2"] and "point 640 is beyond the slave's log end 0" in beyond[0].detail
+
+
+@needs_rocketmq
+@pytest.mark.heavy
+def test_a_slave_that_lost_a_received_epoch_shows_it_at_its_next_handshake_on_the_cluster(capsys, tmp_path):
+    """received_epoch_survives_truncation's scenario, then one more reset and handshake of slave 1:
+    its store.log, as RocketMQ's own code writes it, shows the handshake that cut (2, 128), which
+    it had received in that session, and the next one with its log at 256 and no entry of epoch 2
+    (traces/logs.py)."""
+    finding = Path(__file__).resolve().parents[1] / "scenarios" / "toggles" / "received_epoch_survives_truncation.scn"
+    scenario = tmp_path / "again.scn"
+    scenario.write_text(finding.read_text().replace("connection_resets=1", "connection_resets=2")
+                        + "conn_reset slave=1\nha_connect slave=1\n")
+    assert main(["replay", str(scenario), "--cluster", "--quiet", "--keep", str(tmp_path / "kept")]) == 1
+    assert "reproduced on RocketMQ's code: I5 epoch_log_matching: slave 1 attributes m2 to epoch 1" in \
+        capsys.readouterr().out.replace("\n", " ")
+    [lost] = [v for v in logs.check_set(str(tmp_path / "kept" / "logs")) if v.check == "received_epoch_not_recorded"]
+    assert lost.subject == "broker-1" and re.search(r"cut epoch 2's entry at 128, received in this slave session; at "
+                                                    r"broker-1/store.log:\d+ the slave's log reaches 256", lost.detail)
 
 
 FINDINGS = [t.name for t in TOGGLES if t.in_snapshot]

@@ -58,6 +58,22 @@ HANDSHAKE = ("2026-11-27 10:01:05 INFO AutoSwitchHAClient - truncateOffset is {p
              "2026-11-27 10:01:05 INFO AutoSwitchHAClient - no need to truncate files, truncate offset is {point}, "
              "max physical offset is {end}")
 
+
+def handshake(at: str, local: str, point: int, master: str = "1,0,300 2,300,400 3,400,500") -> list[str]:
+    """A slave's handshake as AutoSwitchHAClient.doTruncate logs it, each side's entries given as
+    "epoch,start,end ..."."""
+    def entries(text: str) -> str:
+        return ", ".join("EpochEntry{{epoch={}, startOffset={}, endOffset={}}}".format(*e.split(",")) for e in text.split())
+    head = f"2026-11-27 10:02:{at} INFO AutoSwitchHAClient - "
+    return [f"{head}master epoch entries is [{entries(master)}]", f"{head}local epoch entries is [{entries(local)}]",
+            f"{head}truncateOffset is {point}"]
+
+
+SLAVE_AGAIN = "2026-11-27 10:02:00 INFO main - Change ha to slave success, newMasterAddress:127.0.0.1:10911, newMasterEpoch:3"
+RECEIVED_EPOCH_CUT = [SLAVE_AGAIN, *handshake("01", "1,0,300 2,300,400", 400, "1,0,300 2,300,400 3,400,400"),
+                      *handshake("05", "1,0,300 2,300,400 3,400,400", 400, "1,0,300 2,300,400 3,400,400"),
+                      *handshake("09", "1,0,300 2,300,500", 400)]
+
 # Each check's bad log: (file, the line replaced or None to append, the new lines).
 BAD = {
     "one_master_per_epoch": ("broker-a/store.log", None,
@@ -83,6 +99,9 @@ BAD = {
     # begins to change to master (its broker.log's line 2)
     "learner_became_master": ("broker-b/broker.log", 0, "2026-11-27 09:59:59 INFO main - asyncLearner=true\n"
                               + GOOD["broker-b/broker.log"].splitlines()[0]),
+    # broker-b follows epoch 3 from 400: the second handshake of its session cuts (3, 400), which it
+    # had received, and the third shows its log at 500 with no entry of epoch 3
+    "received_epoch_not_recorded": ("broker-b/store.log", None, "\n".join(RECEIVED_EPOCH_CUT)),
     "consume_queue_order": ("broker-b/storeerror.log", None, "2026-11-27 10:01:30 WARN ReputMessageService - [BUG]logic "
                             "queue order maybe wrong, expectLogicOffset: 28360 currentLogicOffset: 28340 Topic: "
                             "rmqcheck QID: 0 Diff: 20"),
@@ -190,6 +209,32 @@ def test_a_learner_is_judged_by_its_last_start_s_settings(tmp_path):
     assert v.detail.startswith("broker-b/broker.log:4: a broker started as an async learner (broker-b/broker.log:3) "
                                "began to change to master at masterEpoch 2")
     assert history.SHAPE.search(v.detail)[1] == "learner_requests_election"
+
+
+@pytest.mark.parametrize("variant", ["recorded again", "a new session", "not received", "no bytes past it"])
+def test_a_received_epoch_is_judged_lost_only_when_cut_in_its_session_and_then_missing(variant, tmp_path):
+    """received_epoch_survives_truncation's signature needs all of it: the fix records the cut
+    entry again at the next header; a change to slave reOpens the client (its received epoch
+    reset); an entry cut at a session's first handshake was there before the session, maybe never
+    received; and a slave with no bytes past the entry's start has attributed nothing wrongly."""
+    lines = list(RECEIVED_EPOCH_CUT)
+    if variant == "recorded again":
+        lines[-2] = lines[-2].replace("endOffset=500}", "endOffset=400}, EpochEntry{epoch=3, startOffset=400, endOffset=500}")
+    elif variant == "a new session":
+        lines.insert(7, SLAVE_AGAIN)
+    elif variant == "not received":
+        del lines[1:4]  # the session's first handshake cuts (3, 400), which the slave had before it
+    else:
+        lines[-2] = lines[-2].replace("endOffset=500}", "endOffset=400}")
+    assert logs.check_set(str(write(tmp_path / "set", changed("broker-b/store.log", None, "\n".join(lines))))) == []
+
+
+def test_a_lost_received_epoch_names_the_cut_and_the_handshake_that_shows_it(tmp_path):
+    [v] = logs.check_set(str(write(tmp_path / "bad", changed(*BAD["received_epoch_not_recorded"]))))
+    assert (v.subject, v.count) == ("broker-b", 1)
+    assert v.detail.startswith("broker-b/store.log:12: a handshake cut epoch 3's entry at 400, received in this slave "
+                               "session; at broker-b/store.log:15 the slave's log reaches 500 with no entry of epoch 3")
+    assert history.SHAPE.search(v.detail)[1] == "received_epoch_survives_truncation"
 
 
 def _alters_both_ways(cfg, walks: int) -> tuple[int, int]:

@@ -114,6 +114,8 @@ ENTRY = re.compile(r"EpochEntry\{epoch=(-?\d+), startOffset=(-?\d+), endOffset=(
 # beyond the log's end (its truncateDirtyFiles, :739, writes the same words after "truncate dirty
 # files to", without the first line)
 CONSISTENT_POINT = re.compile(r"truncateOffset is (-?\d+)")
+# store.log, AutoSwitchHAClient.doTruncate (:438): a handshake of a slave whose epoch file is empty
+EMPTY_LOCAL = "Slave local epochCache is empty, skip truncate log"
 NOTHING_TO_CUT = re.compile(r"no need to truncate files, truncate offset is (-?\d+), max physical offset is (-?\d+)")
 # DefaultMessageStore.truncateDirtyFiles (:735): kept among the records only so that a cut is the
 # record after a handshake's point, and a later "nothing to cut" is not taken for its answer
@@ -162,7 +164,8 @@ EVENTS = (BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, CONSISTENT_POINT, 
 CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
                            "consistent_point_beyond_log_end",
                            "election_outside_sss", "election_outside_logged_sss", "same_master_epoch_bump",
-                           "consume_queue_order", "sss_alter_adds_and_removes", "learner_became_master")
+                           "consume_queue_order", "sss_alter_adds_and_removes", "learner_became_master",
+                           "received_epoch_not_recorded")
 # What the model judges each by: an invariant of its catalogue (invariants/catalogue.py), or for
 # the epochs the logs give, the store check of epoch files. The broker-side election check is
 # reported only: a master synchronizing an expansion acks with the proposed set before it logs
@@ -170,7 +173,7 @@ CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "t
 INVARIANT = {"one_master_per_epoch": "I6", "epoch_agreement_in_logs": "epoch_agreement", "truncation_below_confirm": "I9",
              "consistent_point_beyond_log_end": "I2",
              "election_outside_sss": "I7", "learner_became_master": "I7", "same_master_epoch_bump": "I5",
-             "consume_queue_order": "I1"}
+             "consume_queue_order": "I1", "received_epoch_not_recorded": "I5"}
 REPORTED = {"election_outside_logged_sss": "a broker's log can lack the expansion its master acked with "
                                            "(controller.log's check is the one that fails)",
             "sss_alter_adds_and_removes": "the stale alter it shows loses a message only if a failover follows "
@@ -272,7 +275,7 @@ def judge_set(set_dir: str) -> tuple[list[Violation], int]:
                                  + "; ".join(f"{s} at {', '.join(w[:2])}" for s, w in sorted(said.items()))
                                  + _reapplied(epoch, became.get(epoch, {}))))
     return (out + _consume_queues(nodes, run) + _elections(nodes, run) + _stale_alters(nodes, run)
-            + _learners(nodes, run), sum(len(n.records) for n in nodes))
+            + _learners(nodes, run) + _received_epochs(nodes, run), sum(len(n.records) for n in nodes))
 
 
 def _reapplied(epoch: int, became: dict[str, set[int]]) -> str:
@@ -442,4 +445,52 @@ def _learners(nodes: list[Node], run: str) -> list[Violation]:
                                  f"({_at(node.name, settings)}) began to change to master at masterEpoch "
                                  f"{BEGIN_MASTER.search(first.message)[1]}{more}: a learner is never to be elected; "
                                  + shape("learner_requests_election", "a learner elected")))
+    return out
+
+
+def _received_epochs(nodes: list[Node], run: str) -> list[Violation]:
+    """received_epoch_not_recorded: within one slave session (from "Change ha to slave success",
+    whose reOpen resets the HA client's currentReceivedEpoch, to the next role change), a
+    handshake cut the entry (E, S) of its master's last epoch at S, an entry the slave had
+    appended since the session's previous handshake, so received; and a later handshake of the
+    session shows the slave's log past S with no entry of epoch E, while its master's still
+    starts E at S. The client took epoch E as still received (AutoSwitchHAClient.doTruncate :466
+    leaves currentReceivedEpoch) and recorded none of E's headers again (:557): the slave's bytes
+    from S on are attributed to an older epoch, and its next handshake cuts them. With the
+    finding's fix the first header after the cut records (E, S) again. The signature of
+    received_epoch_survives_truncation; one violation a slave, at its first, with the count."""
+    out = []
+    for node in nodes:
+        found: list[str] = []
+        kept: set[tuple[int, int]] | None = None  # entries after the session's last handshake
+        cut: dict[int, tuple[int, str]] = {}  # epoch -> (start, where) of a received entry cut
+        sides: dict[str, list[tuple[int, int, int]]] = {}  # "master"/"local" -> (epoch, start, end)
+        for r in node.of("store"):
+            if "Change ha to slave success" in r.message or BECAME_MASTER.search(r.message):
+                kept, cut, sides = None, {}, {}
+            elif r.message == EMPTY_LOCAL:
+                kept = set()
+            elif m := EPOCH_ENTRIES.search(r.message):
+                sides[m[1]] = [(int(e[1]), int(e[2]), int(e[3])) for e in ENTRY.finditer(m[2])]
+            elif (m := CONSISTENT_POINT.fullmatch(r.message)) and {"master", "local"} <= sides.keys():
+                point, local, master = int(m[1]), sides.pop("local"), sides.pop("master")
+                epochs, end = {e for e, _, _ in local}, local[-1][2] if local else 0
+                for epoch, (start, where) in sorted(cut.items()):
+                    if epoch not in epochs and end > start and (epoch, start) in {e[:2] for e in master}:
+                        found.append(f"{where}: a handshake cut epoch {epoch}'s entry at {start}, received in this "
+                                     f"slave session; at {_at(node.name, r)} the slave's log reaches {end} with no "
+                                     f"entry of epoch {epoch}, which its master starts at {start}: the HA client "
+                                     f"took epoch {epoch} as still received and did not record it again")
+                    if epoch in epochs or end > start:
+                        del cut[epoch]
+                if kept is not None and master:
+                    for epoch, start, _ in local:
+                        if (epoch, start) not in kept and start == point and epoch == master[-1][0]:
+                            cut[epoch] = (start, _at(node.name, r))
+                kept = {(e, s) for e, s, _ in local if s < point}
+        if found:
+            more = f", and {len(found) - 1} more like it" if len(found) > 1 else ""
+            out.append(Violation("received_epoch_not_recorded", run, node.name, len(found),
+                                 f"{found[0]}{more}; " + shape("received_epoch_survives_truncation",
+                                                               "an epoch entry lost")))
     return out
