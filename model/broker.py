@@ -254,7 +254,7 @@ def propose_sync_state_set(b: Broker, proposal: frozenset[int], cfg: Config) -> 
     return queue_alter(mark_synchronizing(b, proposal, cfg), proposal)
 
 
-def remove_connection(b: Broker, slave: int, cfg: Config, lingering: bool = False) -> Broker:
+def remove_connection(b: Broker, slave: int, lingering: bool, cfg: Config) -> Broker:
     """`AutoSwitchHAService.removeConnection`: drop the slave's live connection (or, with
     `lingering`, its lingering one); a member of the local set is proposed for removal at once
     (the local set changes only when confirmed), even while another connection of it lives."""

@@ -120,7 +120,7 @@ def _first_removal(s: State, m_id: int, slave: int, cfg: Config, lingering: bool
     """`removeConnection` by the first of the connection's two services to end. The other's
     call comes as `ha_second_removal` while the `second_removals` budget lasts; else at once,
     where it proposes the same set again, which `queue_alter` merges with the first."""
-    m = remove_connection(s.broker(m_id), slave, cfg, lingering)
+    m = remove_connection(s.broker(m_id), slave, lingering, cfg)
     if _budget_left(s, cfg, "second_removals"):
         m = m._replace(closing=m.closing | {slave})
     return s.with_broker(m)

@@ -96,6 +96,13 @@ MUTANTS = {
         _C + "impl/manager/ReplicasInfoManager.java",
         "if (!brokerReplicaInfo.isBrokerExist(replica)) {",
         "if (false) {"),
+    # AutoSwitchHAService.java:105: a closed connection's slave is proposed out of the SyncStateSet;
+    # kept, a master's allAck puts wait for a slave that no longer replicates, and its set keeps
+    # a member an election may pick though it lags (reference §2.6, "Disconnect").
+    "closed_connection_keeps_member": (
+        _S + "ha/autoswitch/AutoSwitchHAService.java",
+        "if (syncStateSet.contains(slave)) {",
+        "if (false) {"),
     # ReplicasInfoManager.java:169: every member must be alive; a dead replica in the set makes
     # allAck puts wait for it and a later election pick it (I2, SyncStateSet safety).
     "alter_sss_accepts_dead_members": (

@@ -109,7 +109,8 @@ NEEDED = {
 HA_NEEDED = {
     _S + "ha/autoswitch/AutoSwitchHAService.java": (
         "computeConfirmOffset", "updateConfirmOffsetWhenSlaveAck", "maybeExpandInSyncStateSet",
-        "maybeShrinkSyncStateSet", "setSyncStateSet", "inSyncReplicasNums", "setLocalBrokerId"),
+        "maybeShrinkSyncStateSet", "setSyncStateSet", "inSyncReplicasNums", "setLocalBrokerId", "removeConnection"),
+    _S + "ha/DefaultHAService.java": ("removeConnection",),
     _S + "ha/autoswitch/AutoSwitchHAClient.java": ("doTruncate", "reportSlaveMaxOffset"),
     _S + "ha/GroupTransferService.java": ("putRequest", "swapRequests", "doWaitTransfer"),
     _S + "ha/autoswitch/AutoSwitchHAConnection.java": ("getSlaveId", "getSlaveAckOffset"),

@@ -35,6 +35,9 @@ METHODS = {
     "maybe_expand_sync_state_set": Method("ha_expand", "AutoSwitchHAService.maybeExpandInSyncStateSet"),
     "maybe_shrink_sync_state_set": Method("ha_shrink", "AutoSwitchHAService.maybeShrinkSyncStateSet"),
     "set_sync_state_set": Method("ha_set_sss", "AutoSwitchHAService.setSyncStateSet"),
+    "remove_connection": Method("ha_remove", "AutoSwitchHAService.removeConnection"),
+    # the second of a closed connection's two calls, its connection already out of the list
+    "propose_removal": Method("ha_remove", "AutoSwitchHAService.removeConnection"),
     "do_truncate": Method("ha_truncate", "AutoSwitchHAClient.doTruncate"),
     "transfer_ok": Method("ha_wait", "GroupTransferService.doWaitTransfer"),
 }
@@ -74,6 +77,11 @@ def request(name: str, args: tuple) -> dict[str, Any]:
         return {"op": op, **state(b, cfg), "new_sss": sorted(args[1])}
     if name == "transfer_ok":
         return {"op": op, **state(b, cfg), "next_offset": args[1], "need_ack": args[2]}
+    if name == "remove_connection":  # the connection the model drops: the slave's live one, or its lingering one
+        conn = next((i for i, c in enumerate(b.conns) if c.slave == args[1] and c.lingering == args[2]), -1)
+        return {"op": op, **state(b, cfg), "slave": args[1], "conn": conn}
+    if name == "propose_removal":
+        return {"op": op, **state(b, cfg), "slave": args[1], "conn": -1}
     if name == "do_truncate":
         _, master, master_max, msgs, _ = args
         return {"op": op, **state(b, cfg, msgs=msgs), "reported": b.client.reported,
@@ -83,6 +91,10 @@ def request(name: str, args: tuple) -> dict[str, Any]:
 
 def _sets(b: Broker) -> dict[str, Any]:
     return {"sss": sorted(b.sss), "remote": sorted(b.remote_sss), "synchronizing": b.synchronizing, "confirm": b.confirm}
+
+
+def _conns(b: Broker) -> list[list[int]]:
+    return [[c.slave, c.ack] for c in b.conns]
 
 
 def answer(name: str, args: tuple) -> dict[str, Any]:
@@ -107,6 +119,8 @@ def answer(name: str, args: tuple) -> dict[str, Any]:
                 "sent": [end.client.ack] if after is not None and end.client.ack is not None else [],
                 "epochs": [list(e) for e in end.epochs.entries]}
     after = FUNCTIONS[name](*args)
+    if op == "ha_remove":
+        return {"ok": True, **_sets(after), "conns": _conns(after)}
     if after is None:  # where the Java throws (maybe_expand_sync_state_set says why)
         return {"ok": False, "exception": "java.lang.NullPointerException"}
     return {"ok": True, **_sets(after)}
@@ -121,7 +135,8 @@ def with_config(args: tuple, cfg: Config) -> tuple:
 
 _BY_OP = {"ha_confirm": "compute_confirm_offset", "ha_ack": "update_confirm_offset_when_slave_ack",
           "ha_expand": "maybe_expand_sync_state_set", "ha_shrink": "maybe_shrink_sync_state_set",
-          "ha_set_sss": "set_sync_state_set", "ha_truncate": "do_truncate", "ha_wait": "transfer_ok"}
+          "ha_set_sss": "set_sync_state_set", "ha_truncate": "do_truncate", "ha_wait": "transfer_ok",
+          "ha_remove": "remove_connection"}
 
 
 def _log(end: int, starts: list[int], base: int = 0, unit: int = 1) -> tuple[cl.CommitLog, tuple[cl.Message, ...]]:
@@ -174,6 +189,12 @@ def from_request(req: dict[str, Any], bugs: frozenset[str] = SNAPSHOT) -> tuple[
         return name, (b, tuple((e, s) for e, s in req["master"]), req["master_max"], msgs, cfg)
     if name == "transfer_ok":
         return name, (b, req["next_offset"], req["need_ack"], cfg)
+    if name == "remove_connection":
+        if req["conn"] < 0:  # a connection no longer in the list
+            return "propose_removal", (b, req["slave"], cfg)
+        # the connection removed marked as the one lingering connection: the model drops exactly it
+        marked = tuple(c._replace(lingering=i == req["conn"]) for i, c in enumerate(b.conns))
+        return name, (b._replace(conns=marked), req["slave"], True, cfg)
     return name, (b, cfg)
 
 

@@ -223,7 +223,8 @@ def _ha_op(ch: Any) -> dict:
         slave = ch.pick([s for s, _ in req["conns"]])
         req["conns"].insert(ch.integer(0, len(req["conns"])), [slave, offset()])
     # ha_wait is rarer: a put that is not acked costs the driver its 1 ms deadline
-    kind = ch.pick(("ha_confirm", "ha_ack", "ha_expand", "ha_shrink", "ha_set_sss", "ha_truncate") * 3 + ("ha_wait",))
+    kind = ch.pick(("ha_confirm", "ha_ack", "ha_expand", "ha_shrink", "ha_set_sss", "ha_truncate", "ha_remove") * 3
+                   + ("ha_wait",))
     req = {"op": kind, **req}
     if kind in ("ha_ack", "ha_expand"):  # the slave that acks is connected
         req["slave"] = ch.pick(others)
@@ -235,6 +236,9 @@ def _ha_op(ch: Any) -> dict:
         req["new_sss"] = sorted({me} | set(_subset(ch, others)))
     if kind == "ha_truncate":
         req.update(reported=at(size), master=[[e, at(s)] for e, s in _entries(ch)], master_max=at(ch.integer(0, size + 3)))
+    if kind == "ha_remove":  # one of the installed connections ends, or (-1) the second service of one already out
+        req["conn"] = ch.integer(-1, len(req["conns"]) - 1)
+        req["slave"] = req["conns"][req["conn"]][0] if req["conn"] >= 0 else ch.pick(others)
     if kind == "ha_wait":  # -1: every SyncStateSet member (allAck); the model acks 0 or 1 at once
         req.update(next_offset=offset(), need_ack=ch.pick((-1, -1, 2, 3)))
     return req

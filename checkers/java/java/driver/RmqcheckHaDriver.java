@@ -213,10 +213,7 @@ public final class RmqcheckHaDriver implements Wire.Driver {
         conns.clear();
         for (Object o : Json.list(req, "conns")) {
             List<?> c = (List<?>) o;
-            AutoSwitchHAConnection conn = objenesis.newInstance(AutoSwitchHAConnection.class);
-            slaveId.set(conn, ((Number) c.get(0)).longValue());
-            slaveAck.set(conn, ((Number) c.get(1)).longValue());
-            conns.add(conn);
+            conns.add(connection(((Number) c.get(0)).longValue(), ((Number) c.get(1)).longValue()));
         }
         // caught-up times in ticks; "now - t > timeout" holds exactly when the Java's does
         long wall = System.currentTimeMillis();
@@ -230,6 +227,14 @@ public final class RmqcheckHaDriver implements Wire.Driver {
         EpochFileCache cache = new EpochFileCache();
         cache.initCacheFromEntries(entries(req));
         serviceCache.set(service, cache);
+    }
+
+    /** A connection of a slave with its ack, made without its constructor: no socket is opened. */
+    private AutoSwitchHAConnection connection(long slave, long ack) throws Exception {
+        AutoSwitchHAConnection conn = objenesis.newInstance(AutoSwitchHAConnection.class);
+        slaveId.set(conn, slave);
+        slaveAck.set(conn, ack);
+        return conn;
     }
 
     @SuppressWarnings("unchecked")
@@ -268,6 +273,7 @@ public final class RmqcheckHaDriver implements Wire.Driver {
         throw new IllegalStateException("GroupTransferService never evaluated a wait in 1000 attempts");
     }
 
+    @SuppressWarnings("unchecked")
     private boolean call(String op, Map<String, Object> req, Map<String, Object> m) throws Exception {
         switch (op) {
             case "ha_confirm": // the readers of confirmOffset; getConfirmOffset last, as it may store a value
@@ -292,6 +298,19 @@ public final class RmqcheckHaDriver implements Wire.Driver {
                 service.setSyncStateSet(new HashSet<>(Json.longs(req, "new_sss")));
                 m.putAll(sets());
                 return true;
+            case "ha_remove": { // a closed connection's service ends: the installed one at "conn", or (-1) one already removed
+                int at = (int) Json.longOf(req, "conn");
+                List<HAConnection> conns = (List<HAConnection>) connections.get(service);
+                HAConnection conn = at >= 0 ? conns.get(at) : connection(Json.longOf(req, "slave"), 0);
+                service.removeConnection(conn);
+                m.putAll(sets());
+                List<Object> left = new ArrayList<>();
+                for (HAConnection c : conns) {
+                    left.add(List.of(((AutoSwitchHAConnection) c).getSlaveId(), c.getSlaveAckOffset()));
+                }
+                m.put("conns", left);
+                return true;
+            }
             case "ha_wait": // GroupTransferService.doWaitTransfer for one request against the installed connections
                 m.put("result", waitTransfer(Json.longOf(req, "next_offset"), (int) Json.longOf(req, "need_ack")));
                 return true;
