@@ -274,6 +274,7 @@ SEARCHES = [ef.Search(h, m, e) for h in (True, False) for m in ("both", "epoch",
             for e in ("min", "max", "local", "master")]
 
 
+@pytest.mark.heavy
 @settings(max_examples=2000, deadline=None, database=None, derandomize=True)
 @given(consistent_point_inputs(), st.sampled_from(SEARCHES))
 def test_the_linear_search_validation_uses_is_the_proofs_fold(args, search):

@@ -58,6 +58,7 @@ def test_the_intended_baseline_holds_exhaustively_on_a_tiny_configuration(tiny):
     assert r.coverage.actions["send"] > 0 and r.coverage.actions["ha_transfer"] > 0
 
 
+@pytest.mark.heavy
 def test_unreached_witnesses_are_reported(tiny):
     _, r = tiny
     statuses = {name: status for name, status, _ in r.coverage.report()}

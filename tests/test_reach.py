@@ -183,6 +183,7 @@ def test_a_lingering_connection_is_what_lets_acks_count_twice():
 # --- the portfolio ------------------------------------------------------------------------------
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("jobs", [1, 2], ids=["in turns", "side by side"])
 def test_the_portfolio_runs_every_method_and_says_which_found_what(jobs):
     """equal_start_epoch_not_recorded is found by guided walks in about 2 s and by the stateful

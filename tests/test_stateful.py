@@ -82,6 +82,7 @@ def test_runs_are_deterministic_given_the_seed():
     assert a is not None and b is not None and a.actions == b.actions
 
 
+@pytest.mark.heavy
 def test_a_deadline_that_cuts_hypothesis_s_shrinking_keeps_the_violation_found(monkeypatch):
     """Found by `make test` with the slow tier beside it: a hunt's deadline passed while
     Hypothesis shrank a failure, the cut test case drew less than before, and Hypothesis raised
