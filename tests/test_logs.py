@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rmqcheck.cli import main
-from rmqcheck.traces import history, logs
+from rmqcheck.traces import history, log_records, logs
 from rmqcheck.traces.schema import TraceError
 
 ISSUE_9689 = Path(__file__).parent / "data" / "logs" / "issue-9689"
@@ -237,6 +237,26 @@ def test_a_lost_received_epoch_names_the_cut_and_the_handshake_that_shows_it(tmp
     assert history.SHAPE.search(v.detail)[1] == "received_epoch_survives_truncation"
 
 
+@pytest.mark.parametrize("fixed", [False, True])
+def test_a_lost_received_epoch_shows_in_the_entries_the_slave_then_serves_as_master(fixed, tmp_path):
+    """The thirty-minute soak's form (docs/traces.md): the slave's session ends with it becoming
+    master of epoch 4 from 500 after its handshake cut (3, 400); its entries as master, in broker-a's
+    handshake with it, attribute 400 to epoch 2. With the fix they hold (3, 400)."""
+    kept = "1,0,300 2,300,400 3,400,500 4,500,500" if fixed else "1,0,300 2,300,500 4,500,500"
+    files = changed("broker-b/store.log", None, "\n".join(RECEIVED_EPOCH_CUT[:7] + [
+        "2026-11-27 10:02:20 INFO main - Change ha to master success, newMasterEpoch:4, startOffset:500"]))
+    files["broker-a/store.log"] += "\n".join([SLAVE_AGAIN.replace("10:02:00", "10:02:30").replace(":3", ":4"),
+                                              *handshake("31", "1,0,300", 300, kept)]) + "\n"
+    found = logs.check_set(str(write(tmp_path / "set", files)))
+    if fixed:
+        assert found == []
+    else:
+        [v] = found
+        assert (v.check, v.subject) == ("received_epoch_not_recorded", "broker-b")
+        assert "the slave became master of epoch 4 from 500 (broker-b/store.log:13), and its entries as master " \
+               "(broker-a/store.log:12) attribute 400 to epoch 2, with no entry of epoch 3" in v.detail
+
+
 def _alters_both_ways(cfg, walks: int) -> tuple[int, int]:
     """Seeded random walks of the model: (SyncStateSet changes by alter_sss, those that both add
     and remove members), as the controller commits them."""
@@ -319,4 +339,4 @@ def test_rolled_files_are_read_oldest_first(tmp_path):
     node.mkdir(parents=True)
     for name in ("store.log", "store.1.log", "store.2.log", "broker.log", "notes.txt"):
         (node / name).write_text("")
-    assert [p.name for p in logs.log_files(node)] == ["broker.log", "store.2.log", "store.1.log", "store.log"]
+    assert [p.name for p in log_records.log_files(node)] == ["broker.log", "store.2.log", "store.1.log", "store.log"]

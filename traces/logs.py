@@ -1,165 +1,16 @@
-"""RocketMQ's own logs, read as evidence: what an operator has after an incident.
-
-Layout read (`validate --logs DIR`): one folder per node under DIR, holding that node's log
-files as logback names them (`broker.log`, `store.log`, `storeerror.log`, `controller.log`, and
-the rolled `broker.1.log` ...), and for a broker maybe its `epochFileCheckpoint`, which the store checks
-read as they read any replica set:
-
-    DIR/<broker>/broker.log  DIR/<broker>/store.log  DIR/<broker>/storeerror.log  DIR/<broker>/epochFileCheckpoint
-    DIR/<controller>/controller.log
-
-A record is one line in the snapshot's logback pattern, `%d{yyy-MM-dd HH:mm:ss,GMT+8} %p %t -
-%m%n` (rmq.broker.logback.xml, rmq.controller.logback.xml), followed by the lines of a stack
-trace it printed, if any. Timestamps have one-second resolution in a fixed zone and the nodes'
-clocks differ: they order nothing across nodes. A node's records keep their order in its files
-(rolled files oldest first); two of its files are ordered by its own clock, to the second (a
-consume queue gone off after a ReputMessageService join); across nodes the only order is the
-one epochs and offsets give.
-
-Lines after a record that do not start one are its continuation (a stack trace, or a message of
-several lines: RocketMQ's exceptions end with "For more information, please visit the url, ...").
-Bad input, named by file and line: such a line before any record, one that starts like a date
-but is no record (a damaged header), and one that says what a record this module reads says
-(its header lost, its event would be).
-"""
+"""RocketMQ's own logs, read as evidence: what an operator has after an incident. The checks a
+log set can be judged by (CHECKS), over the records log_records.py reads, each ordering records
+across nodes by epochs and offsets only (timestamps order nothing across nodes)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Iterator, NamedTuple
 
 from .history import Violation, shape
-from .schema import TraceError
-
-LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR")
-RECORD = re.compile(r"(\d{3,4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) ([A-Z]+) (\S+) - (.*)")
-# A line that starts like a record's date but is not one: a damaged record, not a continuation.
-DATED = re.compile(r"\d{1,4}-\d{1,2}-\d{1,2}[ T]")
-FILES = re.compile(r"(broker|store|storeerror|controller)(\.\d+)?\.log")
-
-
-class Record(NamedTuple):
-    file: str
-    line: int  # of its first line, from 1
-    time: str  # as written: ordering nothing across nodes
-    level: str
-    thread: str
-    message: str  # its first line; a stack trace's lines are not kept
-
-
-def log_files(node: Path) -> list[Path]:
-    """A node's log files in the order they were written: per kind, the rolled files oldest
-    first (logback's FixedWindowRollingPolicy: the highest index is the oldest), then the
-    live file."""
-    found = [p for p in node.iterdir() if p.is_file() and FILES.fullmatch(p.name)]
-
-    def order(p: Path) -> tuple[str, int]:
-        kind, rolled = FILES.fullmatch(p.name).groups()
-        return kind, -int(rolled[1:]) if rolled else 0
-
-    return sorted(found, key=order)
-
-
-def records(path: Path) -> Iterator[Record]:
-    """The records of one log file; TraceError (file and line) for a line that is neither a
-    record nor part of one's stack trace, a record with a date or time that cannot be, or a
-    level logback does not write."""
-    name = str(path)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise TraceError(name, f"line {line}", "not UTF-8 text") from None
-    except OSError as exc:
-        raise TraceError(name, "file", f"cannot be read: {exc.strerror}") from None
-    started = False
-    for number, line in enumerate(text.splitlines(), start=1):
-        m = RECORD.fullmatch(line)
-        if m is None:
-            if not line:
-                continue
-            if not started or DATED.match(line):
-                raise TraceError(name, f"line {number}", f"not a log record ('yyyy-MM-dd HH:mm:ss LEVEL thread - "
-                                                         f"message'){'' if started else ', and no record before it'}: "
-                                                         f"{line[:120]!r}")
-            if any(p.search(line) for p in EVENTS):
-                raise TraceError(name, f"line {number}", f"a record's message without its date, level and thread "
-                                                         f"(a damaged line?): {line[:120]!r}")
-            continue  # a stack trace's line, or a message's next line
-        year, month, day, hour, minute, second, level, thread, message = m.groups()
-        if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31 and int(hour) < 24 and int(minute) < 60
-                and int(second) < 61):
-            raise TraceError(name, f"line {number}", f"no such date or time: {line[:19]!r}")
-        if level not in LEVELS:
-            raise TraceError(name, f"line {number}", f"{level!r} is not a log level ({', '.join(LEVELS)})")
-        started = True
-        yield Record(name, number, line[:19], level, thread, message)
-
-
-# --- what the records say ---------------------------------------------------------------------
-# Each pattern is a message of the snapshot's code, with where it is written (file:line at
-# 8fc57f1468) and the log file logback routes it to.
-
-# store.log, AutoSwitchHAService.changeToMaster (:160) and changeToMasterWhenLastRoleIsMaster (:212)
-BECAME_MASTER = re.compile(r"Change ha to master success, (last role is master, )?newMasterEpoch:(\d+), "
-                           r"startOffset:(-?\d+)")
-# store.log, AutoSwitchHAService.changeToMaster (:157): after truncateInvalidMsg, before the new epoch serves
-NEW_MASTER_TRUNCATED = re.compile(r"TruncateOffset is (-?\d+), confirmOffset is (-?\d+), maxPhyOffset is (-?\d+)")
-# store.log, AutoSwitchHAClient.doTruncate (:450-451): both sides' epoch entries at a handshake
-EPOCH_ENTRIES = re.compile(r"(master|local) epoch entries is \[(.*)\]")
-ENTRY = re.compile(r"EpochEntry\{epoch=(-?\d+), startOffset=(-?\d+), endOffset=(-?\d+)\}")
-# store.log, AutoSwitchHAClient.doTruncate (:455) then DefaultMessageStore.truncateFiles (:777): the
-# consistent point a slave's handshake found, and the store's "nothing to cut" when it is at or
-# beyond the log's end (its truncateDirtyFiles, :739, writes the same words after "truncate dirty
-# files to", without the first line)
-CONSISTENT_POINT = re.compile(r"truncateOffset is (-?\d+)")
-# store.log, AutoSwitchHAClient.doTruncate (:438): a handshake of a slave whose epoch file is empty
-EMPTY_LOCAL = "Slave local epochCache is empty, skip truncate log"
-NOTHING_TO_CUT = re.compile(r"no need to truncate files, truncate offset is (-?\d+), max physical offset is (-?\d+)")
-# DefaultMessageStore.truncateDirtyFiles (:735): kept among the records only so that a cut is the
-# record after a handshake's point, and a later "nothing to cut" is not taken for its answer
-CUTTING = re.compile(r"truncate dirty files to (-?\d+)")
-# store.log, AutoSwitchHAConnection's WriteSocketService (:527, :602): a transfer under an epoch
-# the master's epoch file no longer has a place for (#9689)
-TRANSFER_EPOCH_LOST = re.compile(r"(Failed to find epochEntry with epoch (\d+) when build msg header|"
-                                 r"Can't find a bigger epochEntry than epoch (\d+))")
-# broker.log, ReplicasManager.changeToMaster (:240), changeToSlave (:284), and the SyncStateSet
-# the broker acks with from then on (changeSyncStateSet, :340); the broker's own id, from
-# changeToSlave or registerBrokerWhenRoleChange (:331).
-BEGIN_MASTER = re.compile(r"Begin to change to master, brokerName:\S*, replicas:\S*, new Epoch:(\d+)")
-BEGIN_SLAVE = re.compile(r"Begin to change to slave, brokerName=\S*, brokerId=(-?\d+), newMasterBrokerId=(-?\d+), "
-                         r"newMasterAddress=\S*, newMasterEpoch=(\d+)")
-OWN_ID = re.compile(r"Change broker \[id:(-?\d+)\]")
-SSS_CHANGED = re.compile(r"SyncStateSet changed from \[([\d, ]*)\] to \[([\d, ]*)\]")
-
-# controller.log, DLedgerController's event scheduler (:450): each request's result, before it is
-# appended (a failed append is logged after it, :493); the SyncStateSet a controller applies and
-# the master it elects appear nowhere else.
-CONTROLLER_SSS = re.compile(r"AlterSyncStateSetEvent\{brokerName='([^']*)', newSyncStateSet=\[([\d, ]*)\]\}")
-CONTROLLER_ELECTED = re.compile(r"ElectMasterEvent\{newMasterElected=true, brokerName='([^']*)', "
-                                r"newMasterBrokerId=(\d+)\}.*?masterEpoch=(\d+)")
-# broker.log, BrokerStartup.createBrokerController (:233): MixAll.printObjectProperties writes each
-# MessageStoreConfig field as "name=value" at every start.
-LEARNER = re.compile(r"asyncLearner=(true|false)")
-# The SyncStateSet epoch each result installs: an alter's response header, an election's.
-ALTER_SSS_EPOCH = re.compile(r"newSyncStateSetEpoch=(\d+)")
-ELECTED_SSS_EPOCH = re.compile(r"[ {]syncStateSetEpoch=(\d+)")
-
-# storeerror.log, ConsumeQueue.putMessagePositionInfo (:841): a message dispatched to a consume-queue
-# position below its queue offset's (logged once a message, as long as the queue stays off; one
-# above it is "Build consume queue repeatedly" and is not written): the queue lost entries, so a
-# consumer reading by queue offset skips acked messages. Seen after a truncation went on beside a
-# ReputMessageService still running (#9811).
-CQ_ORDER_WRONG = re.compile(r"\[BUG\]logic queue order maybe wrong, expectLogicOffset: (\d+) currentLogicOffset: "
-                            r"(\d+) Topic: (\S+) QID: (\d+)")
-# broker.log, ServiceThread.shutdown (:79): a join that ran out its time, the thread left running
-JOIN_RAN_OUT = re.compile(r"join thread\[\w*ReputMessageService\], elapsed time: (\d+)ms, join time:(\d+)ms")
-CQ_UNIT = 20  # bytes a consume-queue entry (ConsumeQueue.CQ_STORE_UNIT_SIZE)
-
-EVENTS = (BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, CONSISTENT_POINT, NOTHING_TO_CUT, CUTTING,
-          TRANSFER_EPOCH_LOST, BEGIN_MASTER, BEGIN_SLAVE, OWN_ID,
-          SSS_CHANGED, CONTROLLER_SSS, CONTROLLER_ELECTED, CQ_ORDER_WRONG, JOIN_RAN_OUT)
+from .log_records import (ALTER_SSS_EPOCH, BECAME_MASTER, BEGIN_MASTER, BEGIN_SLAVE, CONSISTENT_POINT,
+                          CONTROLLER_ELECTED, CONTROLLER_SSS, CQ_ORDER_WRONG, CQ_UNIT, ELECTED_SSS_EPOCH, EMPTY_LOCAL,
+                          ENTRY, EPOCH_ENTRIES, JOIN_RAN_OUT, LEARNER, NEW_MASTER_TRUNCATED, NOTHING_TO_CUT, OWN_ID,
+                          SSS_CHANGED, TRANSFER_EPOCH_LOST, Node, Record, at, id_set, read_set)
 
 CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
                            "consistent_point_beyond_log_end",
@@ -178,37 +29,6 @@ REPORTED = {"election_outside_logged_sss": "a broker's log can lack the expansio
                                            "(controller.log's check is the one that fails)",
             "sss_alter_adds_and_removes": "the stale alter it shows loses a message only if a failover follows "
                                           "while a member it added lags"}
-
-
-def _ids(text: str) -> frozenset[int]:
-    return frozenset(int(x) for x in text.split(",") if x.strip())
-
-
-class Node(NamedTuple):
-    name: str
-    records: tuple[Record, ...]  # broker.log's, store.log's and controller.log's, each file in order
-
-    def of(self, kind: str) -> list[Record]:
-        """The records of its `kind` files (broker, store, storeerror, controller)."""
-        return [r for r in self.records if FILES.fullmatch(Path(r.file).name)[1] == kind]
-
-
-def read_set(root: Path) -> list[Node]:
-    """The nodes of a log set: each folder under `root` with log files."""
-    nodes = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        files = log_files(folder)
-        if files:
-            nodes.append(Node(folder.name, tuple(r for f in files for r in records(f))))
-    return nodes
-
-
-def is_log_set(folder: Path) -> bool:
-    return any(p.is_dir() and log_files(p) for p in folder.iterdir())
-
-
-def _at(node: str, r: Record) -> str:
-    return f"{node}/{Path(r.file).name}:{r.line}"
 
 
 def check_set(set_dir: str) -> list[Violation]:
@@ -233,34 +53,34 @@ def judge_set(set_dir: str) -> tuple[list[Violation], int]:
                 point = int(m.group(1))
                 continue
             if point is not None and (m := NOTHING_TO_CUT.fullmatch(r.message)) and point == int(m[1]) > int(m[2]):
-                out.append(Violation("consistent_point_beyond_log_end", run, node.name, 1, f"{_at(node.name, r)}: "
+                out.append(Violation("consistent_point_beyond_log_end", run, node.name, 1, f"{at(node.name, r)}: "
                                      f"a handshake's consistent point {point} is beyond the slave's log end {m[2]}; "
                                      f"the slave reports {point} as its offset and acks bytes it does not hold; "
                                      + shape("truncation_point_beyond_log_end", "nothing was cut")))
             point = None  # only the record right after the point says what became of it
             if m := BECAME_MASTER.search(r.message):
                 epoch, start = int(m.group(2)), int(m.group(3))
-                masters.setdefault(epoch, {}).setdefault(node.name, _at(node.name, r))
+                masters.setdefault(epoch, {}).setdefault(node.name, at(node.name, r))
                 became.setdefault(epoch, {}).setdefault(node.name, set()).add(start)
-                starts.setdefault(epoch, {}).setdefault(start, []).append(f"{_at(node.name, r)} (becoming master)")
-                bump = (epoch, _at(node.name, r)) if m.group(1) else None
+                starts.setdefault(epoch, {}).setdefault(start, []).append(f"{at(node.name, r)} (becoming master)")
+                bump = (epoch, at(node.name, r)) if m.group(1) else None
             elif "Change ha to slave success" in r.message:
                 bump = None
             elif m := NEW_MASTER_TRUNCATED.search(r.message):
                 cut, confirm, end = (int(x) for x in m.groups())
                 if 0 <= cut < confirm:  # -1: truncateInvalidMsg found nothing to cut
                     out.append(Violation("truncation_below_confirm", run, node.name, 1,
-                                         f"{_at(node.name, r)}: becoming master it truncated its commit log to {cut}, "
+                                         f"{at(node.name, r)}: becoming master it truncated its commit log to {cut}, "
                                          f"below its confirmOffset {confirm} (maxPhyOffset {end}): confirmed messages "
                                          f"cut, or confirmOffset left past the data (#6665)"))
             elif m := EPOCH_ENTRIES.search(r.message):
                 for e in ENTRY.finditer(m.group(2)):
                     starts.setdefault(int(e.group(1)), {}).setdefault(int(e.group(2)), []).append(
-                        f"{_at(node.name, r)} ({m.group(1)} entries at a handshake)")
+                        f"{at(node.name, r)} ({m.group(1)} entries at a handshake)")
             elif (m := TRANSFER_EPOCH_LOST.search(r.message)) and bump is not None:
                 epoch = int(m.group(2) or m.group(3))
                 out.append(Violation("same_master_epoch_bump", run, node.name, 1,
-                                     f"{_at(node.name, r)}: after a same-master epoch bump to {bump[0]} ({bump[1]}), "
+                                     f"{at(node.name, r)}: after a same-master epoch bump to {bump[0]} ({bump[1]}), "
                                      f"an open HA connection still transfers under epoch {epoch} (apache/rocketmq#9689)"))
                 bump = None  # once a bump
     for epoch, by_node in sorted(masters.items()):
@@ -307,9 +127,9 @@ def _consume_queues(nodes: list[Node], run: str) -> list[Violation]:
             more = f", and {count[topic, qid] - 1} more records like it" if count[topic, qid] > 1 else ""
             before = [j for j in joins if j[0].time <= r.time]  # one node's clock: its times order its files
             cause = (f"; its ReputMessageService outlived a {before[-1][1] // 1000} s join "
-                     f"({_at(node.name, before[-1][0])}), as apache/rocketmq#9811 leaves it" if before else "")
+                     f"({at(node.name, before[-1][0])}), as apache/rocketmq#9811 leaves it" if before else "")
             out.append(Violation("consume_queue_order", run, f"{node.name} {topic} queue {qid}", count[topic, qid],
-                                 f"{_at(node.name, r)}: the message of queue offset {expected} went to consume-queue "
+                                 f"{at(node.name, r)}: the message of queue offset {expected} went to consume-queue "
                                  f"entry {put_at}{more}: consumers reading by queue offset skip acked messages"
                                  f"{cause}"))
     return out
@@ -327,15 +147,15 @@ def _elections(nodes: list[Node], run: str) -> list[Violation]:
         for r in node.of("broker"):
             if m := BEGIN_MASTER.search(r.message):
                 serving = int(m.group(1))
-                elected.setdefault(serving, (node.name, _at(node.name, r)))
-                acked[serving] = (node.name, frozenset(), _at(node.name, r))
+                elected.setdefault(serving, (node.name, at(node.name, r)))
+                acked[serving] = (node.name, frozenset(), at(node.name, r))
             elif m := BEGIN_SLAVE.search(r.message):
                 ids[node.name], serving = int(m.group(1)), None
-                elected.setdefault(int(m.group(3)), (int(m.group(2)), _at(node.name, r)))
+                elected.setdefault(int(m.group(3)), (int(m.group(2)), at(node.name, r)))
             elif m := OWN_ID.search(r.message):
                 ids[node.name] = int(m.group(1))
             elif (m := SSS_CHANGED.search(r.message)) and serving is not None:
-                acked[serving] = (node.name, _ids(m.group(2)), _at(node.name, r))
+                acked[serving] = (node.name, id_set(m.group(2)), at(node.name, r))
     out = _controller_elections(nodes, run)
     judged = {v.subject for v in out}
     for epoch, (master, where) in sorted(elected.items()):
@@ -363,12 +183,12 @@ def _controller_elections(nodes: list[Node], run: str) -> list[Violation]:
         sss: dict[str, frozenset[int]] = {}
         for r in node.of("controller"):
             for m in CONTROLLER_SSS.finditer(r.message):
-                sss[m.group(1)] = _ids(m.group(2))
+                sss[m.group(1)] = id_set(m.group(2))
             if m := CONTROLLER_ELECTED.search(r.message):
                 group, master, epoch = m.group(1), int(m.group(2)), int(m.group(3))
                 if sss.get(group) and master not in sss[group]:
                     out.append(Violation("election_outside_sss", run, f"epoch {epoch}", 1,
-                                         f"{_at(node.name, r)}: the controller elected broker {master} of {group} at "
+                                         f"{at(node.name, r)}: the controller elected broker {master} of {group} at "
                                          f"masterEpoch {epoch}, outside the SyncStateSet {sorted(sss[group])} it had "
                                          f"applied (allowed only with enableElectUncleanMaster)"))
                 sss[group] = frozenset({master})
@@ -391,13 +211,13 @@ def _stale_alters(nodes: list[Node], run: str) -> list[Violation]:
     for node in nodes:
         for r in node.of("controller"):
             if (m := CONTROLLER_SSS.search(r.message)) and (e := ALTER_SSS_EPOCH.search(r.message)):
-                group, epoch, ids = m[1], int(e[1]), _ids(m[2])
-                alters.append((group, epoch, ids, _at(node.name, r)))
+                group, epoch, ids = m[1], int(e[1]), id_set(m[2])
+                alters.append((group, epoch, ids, at(node.name, r)))
             elif (m := CONTROLLER_ELECTED.search(r.message)) and (e := ELECTED_SSS_EPOCH.search(r.message)):
                 group, epoch, ids = m[1], int(e[1]), frozenset({int(m[2])})
             else:
                 continue
-            sets.setdefault((group, epoch), {}).setdefault(ids, _at(node.name, r))
+            sets.setdefault((group, epoch), {}).setdefault(ids, at(node.name, r))
     seen: dict[str, list[str]] = {}  # subject -> each change's description
     for group, epoch, ids, where in alters:
         before = sets.get((group, epoch - 1), {})
@@ -409,10 +229,10 @@ def _stale_alters(nodes: list[Node], run: str) -> list[Violation]:
     if not alters:
         for node in nodes:
             for r in node.of("broker"):
-                if (m := SSS_CHANGED.search(r.message)) and len(ids := _ids(m[2])) > 1:
-                    old = _ids(m[1])
+                if (m := SSS_CHANGED.search(r.message)) and len(ids := id_set(m[2])) > 1:
+                    old = id_set(m[1])
                     if not (old <= ids or ids <= old):
-                        seen.setdefault(node.name, []).append(f"{_at(node.name, r)}: the master applied "
+                        seen.setdefault(node.name, []).append(f"{at(node.name, r)}: the master applied "
                                                               f"{sorted(ids)} over {sorted(old)}")
     return [Violation("sss_alter_adds_and_removes", run, subject, len(said),
                       f"{said[0]}{f', and {len(said) - 1} more changes like it' if len(said) > 1 else ''}: a "
@@ -441,8 +261,8 @@ def _learners(nodes: list[Node], run: str) -> list[Violation]:
             settings, first = became[0]
             more = f", and {len(became) - 1} more times" if len(became) > 1 else ""
             out.append(Violation("learner_became_master", run, node.name, len(became),
-                                 f"{_at(node.name, first)}: a broker started as an async learner "
-                                 f"({_at(node.name, settings)}) began to change to master at masterEpoch "
+                                 f"{at(node.name, first)}: a broker started as an async learner "
+                                 f"({at(node.name, settings)}) began to change to master at masterEpoch "
                                  f"{BEGIN_MASTER.search(first.message)[1]}{more}: a learner is never to be elected; "
                                  + shape("learner_requests_election", "a learner elected")))
     return out
@@ -452,21 +272,27 @@ def _received_epochs(nodes: list[Node], run: str) -> list[Violation]:
     """received_epoch_not_recorded: within one slave session (from "Change ha to slave success",
     whose reOpen resets the HA client's currentReceivedEpoch, to the next role change), a
     handshake cut the entry (E, S) of its master's last epoch at S, an entry the slave had
-    appended since the session's previous handshake, so received; and a later handshake of the
-    session shows the slave's log past S with no entry of epoch E, while its master's still
-    starts E at S. The client took epoch E as still received (AutoSwitchHAClient.doTruncate :466
-    leaves currentReceivedEpoch) and recorded none of E's headers again (:557): the slave's bytes
-    from S on are attributed to an older epoch, and its next handshake cuts them. With the
-    finding's fix the first header after the cut records (E, S) again. The signature of
-    received_epoch_survives_truncation; one violation a slave, at its first, with the count."""
-    out = []
+    appended since the session's previous handshake, so received; and then the slave's entries
+    attribute bytes from S on to an older epoch: at a later handshake of the session (its log
+    past S, no entry of E, its master's still starting E at S), or, when the session ended with
+    the slave becoming master of E2 from X > S, as the master entries of epoch E2 another
+    handshake shows (an older epoch's entry covering S, none of E). The client took epoch E as
+    still received (AutoSwitchHAClient.doTruncate :466 leaves currentReceivedEpoch) and recorded
+    none of E's headers again (:557). With the finding's fix the first header after the cut
+    records (E, S) again. The signature of received_epoch_survives_truncation; one violation a
+    slave, at its first, with the count."""
+    found: dict[str, list[str]] = {}
+    promoted: list[tuple[str, int, int, str, int, int, str]] = []  # (node, E, S, cut at, E2, X, became at)
+    as_master: list[tuple[list[tuple[int, int, int]], str]] = []  # each handshake's master entries, where logged
     for node in nodes:
-        found: list[str] = []
         kept: set[tuple[int, int]] | None = None  # entries after the session's last handshake
         cut: dict[int, tuple[int, str]] = {}  # epoch -> (start, where) of a received entry cut
         sides: dict[str, list[tuple[int, int, int]]] = {}  # "master"/"local" -> (epoch, start, end)
         for r in node.of("store"):
-            if "Change ha to slave success" in r.message or BECAME_MASTER.search(r.message):
+            if (m := BECAME_MASTER.search(r.message)) or "Change ha to slave success" in r.message:
+                if m:
+                    promoted += [(node.name, e, s, w, int(m[2]), int(m[3]), at(node.name, r))
+                                 for e, (s, w) in cut.items() if int(m[3]) > s]
                 kept, cut, sides = None, {}, {}
             elif r.message == EMPTY_LOCAL:
                 kept = set()
@@ -474,23 +300,32 @@ def _received_epochs(nodes: list[Node], run: str) -> list[Violation]:
                 sides[m[1]] = [(int(e[1]), int(e[2]), int(e[3])) for e in ENTRY.finditer(m[2])]
             elif (m := CONSISTENT_POINT.fullmatch(r.message)) and {"master", "local"} <= sides.keys():
                 point, local, master = int(m[1]), sides.pop("local"), sides.pop("master")
+                as_master.append((master, at(node.name, r)))
                 epochs, end = {e for e, _, _ in local}, local[-1][2] if local else 0
                 for epoch, (start, where) in sorted(cut.items()):
                     if epoch not in epochs and end > start and (epoch, start) in {e[:2] for e in master}:
-                        found.append(f"{where}: a handshake cut epoch {epoch}'s entry at {start}, received in this "
-                                     f"slave session; at {_at(node.name, r)} the slave's log reaches {end} with no "
-                                     f"entry of epoch {epoch}, which its master starts at {start}: the HA client "
-                                     f"took epoch {epoch} as still received and did not record it again")
+                        found.setdefault(node.name, []).append(
+                            f"{where}: a handshake cut epoch {epoch}'s entry at {start}, received in this slave "
+                            f"session; at {at(node.name, r)} the slave's log reaches {end} with no entry of epoch "
+                            f"{epoch}, which its master starts at {start}")
                     if epoch in epochs or end > start:
                         del cut[epoch]
                 if kept is not None and master:
                     for epoch, start, _ in local:
                         if (epoch, start) not in kept and start == point and epoch == master[-1][0]:
-                            cut[epoch] = (start, _at(node.name, r))
+                            cut[epoch] = (start, at(node.name, r))
                 kept = {(e, s) for e, s, _ in local if s < point}
-        if found:
-            more = f", and {len(found) - 1} more like it" if len(found) > 1 else ""
-            out.append(Violation("received_epoch_not_recorded", run, node.name, len(found),
-                                 f"{found[0]}{more}; " + shape("received_epoch_survives_truncation",
-                                                               "an epoch entry lost")))
-    return out
+    for name, epoch, start, where, new, begin, became in promoted:
+        shown = next(((older, said) for entries, said in as_master if entries and entries[-1][:2] == (new, begin)
+                      and all(e != epoch for e, _, _ in entries)
+                      for older, s, end in entries if older < epoch and s <= start < end), None)
+        if shown:
+            found.setdefault(name, []).append(
+                f"{where}: a handshake cut epoch {epoch}'s entry at {start}, received in this slave session; the "
+                f"slave became master of epoch {new} from {begin} ({became}), and its entries as master "
+                f"({shown[1]}) attribute {start} to epoch {shown[0]}, with no entry of epoch {epoch}")
+    return [Violation("received_epoch_not_recorded", run, name, len(said),
+                      f"{said[0]}{f', and {len(said) - 1} more like it' if len(said) > 1 else ''}: the HA client took "
+                      f"the epoch as still received and did not record it again; "
+                      + shape("received_epoch_survives_truncation", "an epoch entry lost"))
+            for name, said in sorted(found.items())]

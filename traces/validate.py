@@ -22,7 +22,7 @@ from typing import Callable, Iterable, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import history, logs, openchaos, run_records, stores
+from . import history, log_records, logs, openchaos, run_records, stores
 from .conformance import RunVerdict, replay_table
 from .files import FORMATS, BadRecord, read_table
 from .history import Violation
@@ -98,7 +98,7 @@ def discover(paths: Iterable[str]) -> Inputs:
                 sets.add(str(f.parent.parent))
             elif openchaos.is_history(str(f)):
                 hist.add(openchaos.first_part(str(f)))
-            elif logs.FILES.fullmatch(f.name):
+            elif log_records.FILES.fullmatch(f.name):
                 log_sets.add(str(f.parent.parent))
             elif f.name == run_records.RUN:
                 runs.add(str(f.parent))

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from rmqcheck.outputs import check_output
-from rmqcheck.traces.logs import is_log_set
+from rmqcheck.traces.log_records import is_log_set
 from rmqcheck.traces.schema import TraceError
 from rmqcheck.traces.validate import SparkUnavailable
 
