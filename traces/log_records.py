@@ -27,6 +27,7 @@ but is no record (a damaged header), and one that says what a record this module
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
@@ -172,7 +173,14 @@ class Node(NamedTuple):
 
     def of(self, kind: str) -> list[Record]:
         """The records of its `kind` files (broker, store, storeerror, controller)."""
-        return [r for r in self.records if FILES.fullmatch(Path(r.file).name)[1] == kind]
+        return [r for r in self.records if file_kind(r.file) == kind]
+
+
+@lru_cache(maxsize=None)
+def file_kind(file: str) -> str:
+    """broker, store, storeerror or controller: once a file, not once a record (a soak's logs hold
+    millions)."""
+    return FILES.fullmatch(Path(file).name)[1]
 
 
 def read_set(root: Path) -> list[Node]:
