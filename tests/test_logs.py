@@ -196,6 +196,22 @@ def test_a_master_s_own_log_shows_a_stale_alter_where_no_controller_log_is_given
     assert history.SHAPE.search(v.detail)[1] == "alter_uses_epochs_at_send"
 
 
+def test_an_alter_after_an_admin_s_clean_is_not_judged_against_the_set_before_it(tmp_path):
+    """cleanBrokerData takes broker 3 out of {2, 3} without a new SyncStateSet epoch; the master's
+    next change, {1, 2} at epoch 5, only adds to {2}, and is not judged against {2, 3}."""
+    head = "2026-11-27 10:01:{:02d} INFO x - Event queue run event {}, get the result ControllerResult{{events=[{}]"
+    results = [head.format(11, "alterSyncStateSet", "AlterSyncStateSetEvent{brokerName='broker-a', newSyncStateSet=[2, 3]}")
+               + ", response=AlterSyncStateSetResponseHeader{newSyncStateSetEpoch=4}}",
+               head.format(12, "cleanBrokerData", "CleanBrokerDataEvent{brokerName='broker-a', brokerIdSetToClean=[3]}")
+               + ", response=null}",
+               head.format(13, "alterSyncStateSet", "AlterSyncStateSetEvent{brokerName='broker-a', newSyncStateSet=[1, 2]}")
+               + ", response=AlterSyncStateSetResponseHeader{newSyncStateSetEpoch=5}}"]
+    assert logs.check_set(str(write(tmp_path / "clean", changed("controller/controller.log", None, "\n".join(results))))) == []
+    del results[1]
+    [v] = logs.check_set(str(write(tmp_path / "none", changed("controller/controller.log", None, "\n".join(results)))))
+    assert v.check == "sss_alter_adds_and_removes"
+
+
 def test_a_learner_is_judged_by_its_last_start_s_settings(tmp_path):
     """A broker restarted without asyncLearner may be elected; one started as a learner again
     may not. The violation names the start's settings line and the change."""

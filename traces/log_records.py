@@ -146,6 +146,9 @@ LEARNER = re.compile(r"asyncLearner=(true|false)")
 # The SyncStateSet epoch each result installs: an alter's response header, an election's.
 ALTER_SSS_EPOCH = re.compile(r"newSyncStateSetEpoch=(\d+)")
 ELECTED_SSS_EPOCH = re.compile(r"[ {]syncStateSetEpoch=(\d+)")
+# controller.log, the same line for an admin's cleanBrokerData: members leave the SyncStateSet
+# without a new SyncStateSet epoch (ReplicasInfoManager.handleCleanBrokerDataEvent :591)
+CONTROLLER_CLEAN = re.compile(r"CleanBrokerDataEvent\{brokerName='([^']*)'")
 
 # storeerror.log, ConsumeQueue.putMessagePositionInfo (:841): a message dispatched to a consume-queue
 # position below its queue offset's (logged once a message, as long as the queue stays off; one

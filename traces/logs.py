@@ -8,9 +8,10 @@ from pathlib import Path
 
 from .history import Violation, shape
 from .log_records import (ALTER_SSS_EPOCH, BECAME_MASTER, BEGIN_MASTER, BEGIN_SLAVE, CONSISTENT_POINT,
-                          CONTROLLER_ELECTED, CONTROLLER_SSS, CQ_ORDER_WRONG, CQ_UNIT, ELECTED_SSS_EPOCH, EMPTY_LOCAL,
-                          ENTRY, EPOCH_ENTRIES, JOIN_RAN_OUT, LEARNER, NEW_MASTER_TRUNCATED, NOTHING_TO_CUT, OWN_ID,
-                          SSS_CHANGED, TRANSFER_EPOCH_LOST, Node, Record, at, id_set, read_set)
+                          CONTROLLER_CLEAN, CONTROLLER_ELECTED, CONTROLLER_SSS, CQ_ORDER_WRONG, CQ_UNIT,
+                          ELECTED_SSS_EPOCH, EMPTY_LOCAL, ENTRY, EPOCH_ENTRIES, JOIN_RAN_OUT, LEARNER,
+                          NEW_MASTER_TRUNCATED, NOTHING_TO_CUT, OWN_ID, SSS_CHANGED, TRANSFER_EPOCH_LOST, Node, Record,
+                          at, id_set, read_set)
 
 CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
                            "consistent_point_beyond_log_end",
@@ -205,11 +206,18 @@ def _stale_alters(nodes: list[Node], run: str) -> list[Violation]:
     (tests/test_logs.py). Judged by controller.log, each result against the set one
     SyncStateSet epoch before (across controller nodes); without it, by each master's broker.log
     (ReplicasManager.changeSyncStateSet :340, in its own order). An election's set is its master
-    alone, so a change to one member is never judged. One violation a broker set or broker."""
+    alone, so a change to one member is never judged; nor is one after an admin's cleanBrokerData,
+    which changes the set without a new epoch. One violation a broker set or broker."""
     sets: dict[tuple[str, int], dict[frozenset[int], str]] = {}  # (group, epoch) -> set -> where said
     alters: list[tuple[str, int, frozenset[int], str]] = []
+    cleaned: set[tuple[str, int]] = set()  # (group, epoch) whose set a clean changed
     for node in nodes:
+        last: dict[str, int] = {}  # group -> the SyncStateSet epoch of this node's last result
         for r in node.of("controller"):
+            if m := CONTROLLER_CLEAN.search(r.message):
+                if m[1] in last:
+                    cleaned.add((m[1], last[m[1]]))
+                continue
             if (m := CONTROLLER_SSS.search(r.message)) and (e := ALTER_SSS_EPOCH.search(r.message)):
                 group, epoch, ids = m[1], int(e[1]), id_set(m[2])
                 alters.append((group, epoch, ids, at(node.name, r)))
@@ -217,11 +225,12 @@ def _stale_alters(nodes: list[Node], run: str) -> list[Violation]:
                 group, epoch, ids = m[1], int(e[1]), frozenset({int(m[2])})
             else:
                 continue
+            last[group] = epoch
             sets.setdefault((group, epoch), {}).setdefault(ids, at(node.name, r))
     seen: dict[str, list[str]] = {}  # subject -> each change's description
     for group, epoch, ids, where in alters:
         before = sets.get((group, epoch - 1), {})
-        if len(before) == 1:  # two results at one epoch: one was not appended (:493); judge neither
+        if len(before) == 1 and (group, epoch - 1) not in cleaned:  # two results at one epoch: one was not appended (:493); judge neither
             (old, said), = before.items()
             if not (old <= ids or ids <= old):
                 seen.setdefault(group, []).append(f"{where}: the controller applied {sorted(ids)} at "
