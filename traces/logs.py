@@ -243,11 +243,8 @@ def _stale_alters(nodes: list[Node], run: str) -> list[Violation]:
                     if not (old <= ids or ids <= old):
                         seen.setdefault(node.name, []).append(f"{at(node.name, r)}: the master applied "
                                                               f"{sorted(ids)} over {sorted(old)}")
-    return [Violation("sss_alter_adds_and_removes", run, subject, len(said),
-                      f"{said[0]}{f', and {len(said) - 1} more changes like it' if len(said) > 1 else ''}: a "
-                      f"SyncStateSet change computed under an older set passed the epoch fence; "
-                      + shape("alter_uses_epochs_at_send", "a stale alter accepted"))
-            for subject, said in sorted(seen.items())]
+    return _each_subject("sss_alter_adds_and_removes", run, seen, "changes", "a SyncStateSet change computed under an "
+                         "older set passed the epoch fence; " + shape("alter_uses_epochs_at_send", "a stale alter accepted"))
 
 
 def _learners(nodes: list[Node], run: str) -> list[Violation]:
@@ -333,8 +330,14 @@ def _received_epochs(nodes: list[Node], run: str) -> list[Violation]:
                 f"{where}: a handshake cut epoch {epoch}'s entry at {start}, received in this slave session; the "
                 f"slave became master of epoch {new} from {begin} ({became}), and its entries as master "
                 f"({shown[1]}) attribute {start} to epoch {shown[0]}, with no entry of epoch {epoch}")
-    return [Violation("received_epoch_not_recorded", run, name, len(said),
-                      f"{said[0]}{f', and {len(said) - 1} more like it' if len(said) > 1 else ''}: the HA client took "
-                      f"the epoch as still received and did not record it again; "
-                      + shape("received_epoch_survives_truncation", "an epoch entry lost"))
-            for name, said in sorted(found.items())]
+    return _each_subject("received_epoch_not_recorded", run, found, "cuts", "the HA client took the epoch as still "
+                         "received and did not record it again; "
+                         + shape("received_epoch_survives_truncation", "an epoch entry lost"))
+
+
+def _each_subject(check: str, run: str, found: dict[str, list[str]], what: str, why: str) -> list[Violation]:
+    """One violation a subject (a broker set or broker): its first finding, with how many `what`
+    like it followed, then `why`."""
+    return [Violation(check, run, subject, len(said),
+                      f"{said[0]}{f', and {len(said) - 1} more {what} like it' if len(said) > 1 else ''}: {why}")
+            for subject, said in sorted(found.items())]
