@@ -337,6 +337,12 @@ def test_a_minority_partition_cuts_the_links_across_and_the_controller_only(monk
     c.partition({1, 3}, CUT)
     assert {k for k, link in c.links.items() if link.mode == CUT} == {(1, 2), (2, 1), (3, 2), (2, 3)}
     assert c.rpc_policy == {1: "drop", 3: "drop"}
+    # Losing a cut-off broker's answers would reopen its path alone, which the model cannot
+    # follow (durable seed 2's step 20, re-recorded 2026-11-29): it does nothing until the heal.
+    nemesis = cluster_run.Nemesis(c, SimpleNamespace(fault=lambda *a: None))
+    assert nemesis.apply(cluster_run.Op("lose_answers", 3)) == "nothing to do" and c.rpc_policy[3] == "drop"
+    c.heal()
+    assert nemesis.apply(cluster_run.Op("lose_answers", 3)) == "broker 3" and c.rpc_policy[3] == "lose_answer"
 
 
 def test_the_endings_heal_heals_though_it_names_no_broker(monkeypatch, tmp_path):

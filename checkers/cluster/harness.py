@@ -67,6 +67,7 @@ class Cluster:
         self.nodes: dict[int, BrokerNode] = {}
         self.links: dict[tuple[int, int], LinkProxy] = {}  # (slave, master) -> proxy
         self.rpc_policy: dict[int, str] = {}  # broker -> DELIVER | DROP | LOSE_ANSWER
+        self.cut_off: set[int] = set()  # brokers a partition cuts off from the controller, until the heal
         self.ha_ports: dict[int, int | None] = {}
         self.replies: dict[tuple[int, int], dict[str, Any]] = {}
         self.puts: dict[tuple[int, int], Put] = {}
@@ -474,10 +475,12 @@ class Cluster:
         self._set_modes([(s, m) for s, m in self.links if (s in side) != (m in side)], mode)
         for b in side:
             self.rpc_policy[b] = DROP
+        self.cut_off |= side
 
     def heal(self) -> None:
         self._set_modes(list(self.links), self.link_mode)
         self.rpc_policy.clear()
+        self.cut_off.clear()
 
     def _set_modes(self, links: list[tuple[int, int]], mode: str) -> None:
         for key in links:
