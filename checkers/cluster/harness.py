@@ -55,8 +55,7 @@ class Cluster:
 
     def __init__(self, cfg: ClusterConfig, run_dir: Path, src: str | None = None,
                  on_event: Callable[[str, dict[str, Any]], None] | None = None, stepping: bool = False) -> None:
-        self.cfg = cfg
-        self.stepping = stepping
+        self.cfg, self.stepping = cfg, stepping
         self.link_mode = STEP if stepping else OPEN  # what a link is when nothing cuts it
         self.held_rpcs: list[tuple[int, dict[str, Any]]] = []  # (broker, RPC) held back (stepping)
         self.unreleased: list[tuple[int, dict[str, Any]]] = []  # held RPCs dropped for a command (call)
@@ -473,8 +472,7 @@ class Cluster:
         """Cut `side` off from the controller (its RPCs are dropped) and from the other brokers
         (every HA link across): the brokers inside still reach each other."""
         self._set_modes([(s, m) for s, m in self.links if (s in side) != (m in side)], mode)
-        for b in side:
-            self.rpc_policy[b] = DROP
+        self.rpc_policy.update(dict.fromkeys(side, DROP))
         self.cut_off |= side
 
     def heal(self) -> None:
