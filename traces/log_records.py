@@ -170,6 +170,11 @@ def id_set(text: str) -> frozenset[int]:
     return frozenset(int(x) for x in text.split(",") if x.strip())
 
 
+def epoch_entries(text: str) -> list[tuple[int, int, int]]:
+    """(epoch, start, end) of each EpochEntry a handshake's line lists, in its order."""
+    return [(int(e[1]), int(e[2]), int(e[3])) for e in ENTRY.finditer(text)]
+
+
 class Node(NamedTuple):
     name: str
     records: tuple[Record, ...]  # broker.log's, store.log's and controller.log's, each file in order

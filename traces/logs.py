@@ -9,9 +9,9 @@ from pathlib import Path
 from .history import Violation, shape
 from .log_records import (ALTER_SSS_EPOCH, BECAME_MASTER, BEGIN_MASTER, BEGIN_SLAVE, CONSISTENT_POINT,
                           CONTROLLER_CLEAN, CONTROLLER_ELECTED, CONTROLLER_SSS, CQ_ORDER_WRONG, CQ_UNIT,
-                          ELECTED_SSS_EPOCH, EMPTY_LOCAL, ENTRY, EPOCH_ENTRIES, JOIN_RAN_OUT, LEARNER,
+                          ELECTED_SSS_EPOCH, EMPTY_LOCAL, EPOCH_ENTRIES, JOIN_RAN_OUT, LEARNER,
                           NEW_MASTER_TRUNCATED, NOTHING_TO_CUT, OWN_ID, SSS_CHANGED, TRANSFER_EPOCH_LOST, Node, Record,
-                          at, id_set, read_set)
+                          at, epoch_entries, id_set, read_set)
 
 CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
                            "consistent_point_beyond_log_end",
@@ -75,8 +75,8 @@ def judge_set(set_dir: str) -> tuple[list[Violation], int]:
                                          f"below its confirmOffset {confirm} (maxPhyOffset {end}): confirmed messages "
                                          f"cut, or confirmOffset left past the data (#6665)"))
             elif m := EPOCH_ENTRIES.search(r.message):
-                for e in ENTRY.finditer(m.group(2)):
-                    starts.setdefault(int(e.group(1)), {}).setdefault(int(e.group(2)), []).append(
+                for epoch, start, _ in epoch_entries(m.group(2)):
+                    starts.setdefault(epoch, {}).setdefault(start, []).append(
                         f"{at(node.name, r)} ({m.group(1)} entries at a handshake)")
             elif (m := TRANSFER_EPOCH_LOST.search(r.message)) and bump is not None:
                 epoch = int(m.group(2) or m.group(3))
@@ -303,7 +303,7 @@ def _received_epochs(nodes: list[Node], run: str) -> list[Violation]:
             elif r.message == EMPTY_LOCAL:
                 kept = set()
             elif m := EPOCH_ENTRIES.search(r.message):
-                sides[m[1]] = [(int(e[1]), int(e[2]), int(e[3])) for e in ENTRY.finditer(m[2])]
+                sides[m[1]] = epoch_entries(m[2])
             elif (m := CONSISTENT_POINT.fullmatch(r.message)) and {"master", "local"} <= sides.keys():
                 point, local, master = int(m[1]), sides.pop("local"), sides.pop("master")
                 as_master.append((master, at(node.name, r)))
