@@ -257,14 +257,22 @@ def propose_sync_state_set(b: Broker, proposal: frozenset[int], cfg: Config) -> 
 def remove_connection(b: Broker, slave: int, lingering: bool, cfg: Config) -> Broker:
     """`AutoSwitchHAService.removeConnection`: drop the slave's live connection (or, with
     `lingering`, its lingering one); a member of the local set is proposed for removal at once
-    (the local set changes only when confirmed), even while another connection of it lives."""
+    (the local set changes only when confirmed), in the snapshot even while another connection
+    of it lives."""
     b = b._replace(conns=tuple(c for c in b.conns if c.slave != slave or c.lingering != lingering))
     return propose_removal(b, slave, cfg)
 
 
 def propose_removal(b: Broker, slave: int, cfg: Config) -> Broker:
-    """What each `removeConnection` call proposes: a member of the local set, dropped from it."""
-    return propose_sync_state_set(b, b.sss - {slave}, cfg) if slave in b.sss else b
+    """What each `removeConnection` call proposes: a member of the local set, dropped from it.
+    Intended (`acks_counted_per_connection`'s fix): not while another connection of the slave
+    stays in the list, so the superseded connection's services, ending after the new handshake,
+    leave the connected slave in the set (found by `rmqcheck conform` on the finding's patch)."""
+    if slave not in b.sss:
+        return b
+    if not cfg.has("acks_counted_per_connection") and any(c.slave == slave for c in b.conns):
+        return b
+    return propose_sync_state_set(b, b.sss - {slave}, cfg)
 
 
 def update_caught_up(b: Broker, slave: int, t: int) -> Broker:

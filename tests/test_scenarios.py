@@ -130,3 +130,19 @@ def test_a_closed_connection_is_removed_by_each_of_its_two_services():
     no_budget = cx.config._replace(faults=cx.config.faults._replace(second_removals=0))
     with pytest.raises(ReplayError, match=r"ha_second_removal\(broker=1, slave=2\) is not enabled"):
         replay(no_budget, cx.actions)
+
+
+def test_a_superseded_connection_leaves_its_connected_slave_in_the_set():
+    """scenarios/quirks/ (from `rmqcheck conform` on acks_counted_per_connection's patch): in the
+    intended form, the old connection's second service proposes no removal while the slave's new
+    connection is in the list, so master 1 keeps {1, 2}; the snapshot proposes {1} again."""
+    cx = read(SCENARIOS / "quirks" / "superseded-connection-keeps-member.scn")
+    assert "acks_counted_per_connection" not in cx.config.bugs
+    ends = {}
+    for cfg in (cx.config, cx.config._replace(bugs=frozenset({"acks_counted_per_connection"}))):
+        r = replay(cfg, cx.actions, frozenset(expected_ids(cfg)))
+        assert r.first() is None
+        m = r.states[-1].broker(1)
+        assert [c.slave for c in m.conns] == [2] and m.sss == {1, 2} and not m.closing
+        ends[cfg.has("acks_counted_per_connection")] = m.remote_sss
+    assert ends == {False: {1, 2}, True: {1}}
