@@ -627,6 +627,26 @@ def test_a_slave_that_lost_a_received_epoch_shows_it_at_its_next_handshake_on_th
                                                     r"broker-1/store.log:\d+ the slave's log reaches 256", lost.detail)
 
 
+
+@needs_rocketmq
+@pytest.mark.heavy
+def test_a_master_s_log_shows_its_applied_proposal_overwritten_on_the_cluster(capsys, tmp_path):
+    """proposal_overwrites_pending_sss's scenario, then the rejected second proposal sent and the
+    controller's set polled: broker 1's broker.log, as ReplicasManager writes it, shows {1, 3}
+    with its answer lost, {1, 2} rejected at the same SyncStateSet epoch, and {1, 3} installed
+    (traces/logs.py). With the finding's patch the same lines are logged (by hand: the check is
+    reported only)."""
+    finding = Path(__file__).resolve().parents[1] / "scenarios" / "toggles" / "proposal_overwrites_pending_sss.scn"
+    scenario = tmp_path / "sent.scn"
+    scenario.write_text(finding.read_text().replace("lost_responses=1", "lost_responses=2")
+                        + "alter_sss broker=1 lost=0\nsync_replica_info broker=1 lost=0\n")
+    assert main(["replay", str(scenario), "--cluster", "--quiet", "--keep", str(tmp_path / "kept")]) == 1
+    assert "reproduced on RocketMQ's code: I2 isr_safety" in capsys.readouterr().out
+    [v] = [v for v in logs.check_set(str(tmp_path / "kept" / "logs")) if v.check == "applied_proposal_overwritten"]
+    assert v.subject == "broker-1" and re.search(r"proposed \[1, 3\] at syncStateSetEpoch 1, its answer lost, and the "
+                                                 r"controller applied it; its next proposal \[1, 2\] \(broker-1/broker"
+                                                 r"\.log:\d+\) replaced it", v.detail)
+
 FINDINGS = [t.name for t in TOGGLES if t.in_snapshot]
 
 

@@ -12,6 +12,7 @@ import pytest
 from rmqcheck.cli import main
 from rmqcheck.traces import history, log_records, logs
 from rmqcheck.traces.schema import TraceError
+from rmqcheck.traces.validate import REPORTED
 
 ISSUE_9689 = Path(__file__).parent / "data" / "logs" / "issue-9689"
 
@@ -74,6 +75,26 @@ RECEIVED_EPOCH_CUT = [SLAVE_AGAIN, *handshake("01", "1,0,300 2,300,400", 400, "1
                       *handshake("05", "1,0,300 2,300,400 3,400,400", 400, "1,0,300 2,300,400 3,400,400"),
                       *handshake("09", "1,0,300 2,300,500", 400)]
 
+
+
+def alter_failed(at: str, local: str, proposed: str, epoch: int = 2) -> list[str]:
+    """An AlterSyncStateSet of broker-a whose answer did not come back, as
+    ReplicasManager.doReportSyncStateSetChanged logs it, with the exception after it."""
+    return [f"2026-11-27 10:00:{at} ERROR ReplicasManager_ExecutorService_1 - Error happen when change SyncStateSet, "
+            f"broker:broker-a, masterAddress:127.0.0.1:10911, masterEpoch:1, oldSyncStateSet:[{local}], "
+            f"newSyncStateSet:[{proposed}], syncStateSetEpoch:{epoch}",
+            "org.apache.rocketmq.remoting.exception.RemotingTimeoutException: wait response on the channel "
+            "<127.0.0.1:9878> timeout, 3000(ms)", "\tat org.apache.rocketmq.remoting.netty.NettyRemotingAbstract."
+            "invokeSyncImpl(NettyRemotingAbstract.java:555)"]
+
+
+# Master broker-a holds {1, 2} at syncStateSetEpoch 2. Its expansion {1, 2, 3} gets no answer, but
+# the controller applies it; its shrink {1} (broker 2 fell behind), computed from {1, 2}, replaces
+# the pending proposal and is rejected; the master then installs {1, 2, 3}.
+OVERWRITTEN = [*alter_failed("20", "1, 2", "1, 2, 3"), *alter_failed("24", "1, 2", "1"),
+               "2026-11-27 10:00:30 INFO ReplicasManager_ScheduledService_1 - SyncStateSet changed from [1, 2] to "
+               "[1, 2, 3]"]
+
 # Each check's bad log: (file, the line replaced or None to append, the new lines).
 BAD = {
     "one_master_per_epoch": ("broker-a/store.log", None,
@@ -102,6 +123,7 @@ BAD = {
     # broker-b follows epoch 3 from 400: the second handshake of its session cuts (3, 400), which it
     # had received, and the third shows its log at 500 with no entry of epoch 3
     "received_epoch_not_recorded": ("broker-b/store.log", None, "\n".join(RECEIVED_EPOCH_CUT)),
+    "applied_proposal_overwritten": ("broker-a/broker.log", None, "\n".join(OVERWRITTEN)),
     "consume_queue_order": ("broker-b/storeerror.log", None, "2026-11-27 10:01:30 WARN ReputMessageService - [BUG]logic "
                             "queue order maybe wrong, expectLogicOffset: 28360 currentLogicOffset: 28340 Topic: "
                             "rmqcheck QID: 0 Diff: 20"),
@@ -271,6 +293,49 @@ def test_a_lost_received_epoch_shows_in_the_entries_the_slave_then_serves_as_mas
         assert (v.check, v.subject) == ("received_epoch_not_recorded", "broker-b")
         assert "the slave became master of epoch 4 from 500 (broker-b/store.log:13), and its entries as master " \
                "(broker-a/store.log:12) attribute 400 to epoch 2, with no entry of epoch 3" in v.detail
+
+
+def test_an_overwritten_applied_proposal_names_the_member_the_master_acked_without(tmp_path):
+    [v] = logs.check_set(str(write(tmp_path / "bad", changed(*BAD["applied_proposal_overwritten"]))))
+    assert (v.check, v.subject, v.count) == ("applied_proposal_overwritten", "broker-a", 1)
+    assert v.detail.startswith("broker-a/broker.log:5: the master proposed [1, 2, 3] at syncStateSetEpoch 2, its "
+                               "answer lost, and the controller applied it; its next proposal [1] "
+                               "(broker-a/broker.log:8) replaced it, and the snapshot's code acks with [1, 2], "
+                               "without [3]")
+    assert history.SHAPE.search(v.detail)[1] == "proposal_overwrites_pending_sss"
+    assert v.check in REPORTED  # the fix logs the same lines
+
+
+CONTROLLER_APPLIED = ("2026-11-27 10:00:21 INFO x - Event queue run event alterSyncStateSet, get the result "
+                      "ControllerResult{events=[AlterSyncStateSetEvent{brokerName='broker-a', newSyncStateSet=[1, 2, 3]}], "
+                      "response=AlterSyncStateSetResponseHeader{newSyncStateSetEpoch=3}}")
+BECAME_SLAVE = ("2026-11-27 10:00:40 INFO main - Begin to change to slave, brokerName=broker-a, brokerId=1, "
+                "newMasterBrokerId=2, newMasterAddress=127.0.0.1:10921, newMasterEpoch=2")
+
+
+@pytest.mark.parametrize("variant, lines, controller, caught", [
+    ("installed by the master", OVERWRITTEN, False, True),
+    ("applied in controller.log, the term ended first", [*OVERWRITTEN[:-1], BECAME_SLAVE], True, True),
+    ("the term ended, nothing says what was applied", [*OVERWRITTEN[:-1], BECAME_SLAVE], False, False),
+    ("the later proposal keeps the member", [*alter_failed("20", "1, 2", "1, 2, 3"),
+                                             *alter_failed("24", "1, 2", "1, 3"), OVERWRITTEN[-1]], False, False),
+    ("the later proposal's set was the one applied", [*alter_failed("20", "1, 2", "1, 2, 3"),
+                                                      *alter_failed("24", "1, 2", "1"),
+                                                      OVERWRITTEN[-1].replace("[1, 2, 3]", "[1]")], False, False),
+    ("the later proposal follows the install", [*alter_failed("20", "1, 2", "1, 2, 3"), OVERWRITTEN[-1],
+                                                *alter_failed("34", "1, 2, 3", "1", epoch=3)], True, False),
+])
+def test_an_applied_proposal_is_judged_overwritten_only_when_a_later_one_of_its_epoch_drops_a_member(
+        variant, lines, controller, caught, tmp_path):
+    """applied_proposal_overwritten by its two sources of the applied set: the controller's result
+    at the next SyncStateSet epoch, else the master's next install in its term."""
+    files = changed("broker-a/broker.log", None, "\n".join(lines))
+    if controller:
+        files = {**files, "controller/controller.log": GOOD["controller/controller.log"] + CONTROLLER_APPLIED + "\n"}
+    else:
+        files = {k: v for k, v in files.items() if not k.startswith("controller/")}
+    found = [v.check for v in logs.check_set(str(write(tmp_path / "set", files)))]
+    assert ("applied_proposal_overwritten" in found) == caught, (variant, found)
 
 
 def _alters_both_ways(cfg, walks: int) -> tuple[int, int]:

@@ -133,6 +133,12 @@ BEGIN_SLAVE = re.compile(r"Begin to change to slave, brokerName=\S*, brokerId=(-
                          r"newMasterAddress=\S*, newMasterEpoch=(\d+)")
 OWN_ID = re.compile(r"Change broker \[id:(-?\d+)\]")
 SSS_CHANGED = re.compile(r"SyncStateSet changed from \[([\d, ]*)\] to \[([\d, ]*)\]")
+# broker.log, ReplicasManager.doReportSyncStateSetChanged (:766): an AlterSyncStateSet whose answer
+# did not come back as a success (rejected, or lost: the controller may have applied it); the
+# exception follows on continuation lines
+SSS_ALTER_FAILED = re.compile(r"Error happen when change SyncStateSet, broker:(\S*), masterAddress:\S*, masterEpoch:"
+                              r"(\d+), oldSyncStateSet:\[([\d, ]*)\], newSyncStateSet:\[([\d, ]*)\], "
+                              r"syncStateSetEpoch:(\d+)")
 
 # controller.log, DLedgerController's event scheduler (:450): each request's result, before it is
 # appended (a failed append is logged after it, :493); the SyncStateSet a controller applies and
@@ -163,7 +169,7 @@ CQ_UNIT = 20  # bytes a consume-queue entry (ConsumeQueue.CQ_STORE_UNIT_SIZE)
 
 EVENTS = (BECAME_MASTER, NEW_MASTER_TRUNCATED, EPOCH_ENTRIES, CONSISTENT_POINT, NOTHING_TO_CUT, CUTTING,
           TRANSFER_EPOCH_LOST, BEGIN_MASTER, BEGIN_SLAVE, OWN_ID,
-          SSS_CHANGED, CONTROLLER_SSS, CONTROLLER_ELECTED, CQ_ORDER_WRONG, JOIN_RAN_OUT)
+          SSS_CHANGED, SSS_ALTER_FAILED, CONTROLLER_SSS, CONTROLLER_ELECTED, CQ_ORDER_WRONG, JOIN_RAN_OUT)
 
 
 def id_set(text: str) -> frozenset[int]:

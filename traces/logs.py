@@ -10,14 +10,14 @@ from .history import Violation, shape
 from .log_records import (ALTER_SSS_EPOCH, BECAME_MASTER, BEGIN_MASTER, BEGIN_SLAVE, CONSISTENT_POINT,
                           CONTROLLER_CLEAN, CONTROLLER_ELECTED, CONTROLLER_SSS, CQ_ORDER_WRONG, CQ_UNIT,
                           ELECTED_SSS_EPOCH, EMPTY_LOCAL, EPOCH_ENTRIES, JOIN_RAN_OUT, LEARNER,
-                          NEW_MASTER_TRUNCATED, NOTHING_TO_CUT, OWN_ID, SSS_CHANGED, TRANSFER_EPOCH_LOST, Node, Record,
-                          at, epoch_entries, id_set, read_set)
+                          NEW_MASTER_TRUNCATED, NOTHING_TO_CUT, OWN_ID, SSS_ALTER_FAILED, SSS_CHANGED,
+                          TRANSFER_EPOCH_LOST, Node, Record, at, epoch_entries, id_set, read_set)
 
 CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
                            "consistent_point_beyond_log_end",
                            "election_outside_sss", "election_outside_logged_sss", "same_master_epoch_bump",
                            "consume_queue_order", "sss_alter_adds_and_removes", "learner_became_master",
-                           "received_epoch_not_recorded")
+                           "received_epoch_not_recorded", "applied_proposal_overwritten")
 # What the model judges each by: an invariant of its catalogue (invariants/catalogue.py), or for
 # the epochs the logs give, the store check of epoch files. The broker-side election check is
 # reported only: a master synchronizing an expansion acks with the proposed set before it logs
@@ -29,7 +29,9 @@ INVARIANT = {"one_master_per_epoch": "I6", "epoch_agreement_in_logs": "epoch_agr
 REPORTED = {"election_outside_logged_sss": "a broker's log can lack the expansion its master acked with "
                                            "(controller.log's check is the one that fails)",
             "sss_alter_adds_and_removes": "the stale alter it shows loses a message only if a failover follows "
-                                          "while a member it added lags"}
+                                          "while a member it added lags",
+            "applied_proposal_overwritten": "the logs show the proposals, not what the master acked with: the "
+                                            "finding's fix logs the same lines and waits for the member"}
 
 
 def check_set(set_dir: str) -> list[Violation]:
@@ -96,7 +98,8 @@ def judge_set(set_dir: str) -> tuple[list[Violation], int]:
                                  + "; ".join(f"{s} at {', '.join(w[:2])}" for s, w in sorted(said.items()))
                                  + _reapplied(epoch, became.get(epoch, {}))))
     return (out + _consume_queues(nodes, run) + _elections(nodes, run) + _stale_alters(nodes, run)
-            + _learners(nodes, run) + _received_epochs(nodes, run), sum(len(n.records) for n in nodes))
+            + _learners(nodes, run) + _received_epochs(nodes, run) + _overwritten_proposals(nodes, run),
+            sum(len(n.records) for n in nodes))
 
 
 def _reapplied(epoch: int, became: dict[str, set[int]]) -> str:
@@ -333,6 +336,51 @@ def _received_epochs(nodes: list[Node], run: str) -> list[Violation]:
     return _each_subject("received_epoch_not_recorded", run, found, "cuts", "the HA client took the epoch as still "
                          "received and did not record it again; "
                          + shape("received_epoch_survives_truncation", "an epoch entry lost"))
+
+
+def _overwritten_proposals(nodes: list[Node], run: str) -> list[Violation]:
+    """applied_proposal_overwritten: a master's AlterSyncStateSet whose answer did not come back
+    (broker.log's "Error happen when change SyncStateSet", ReplicasManager :766) was applied by the
+    controller, and a later proposal of the same master at the same SyncStateSet epoch lacks a
+    member of it outside the master's local set. markSynchronizingSyncStateSet (AutoSwitchHAService
+    :328) replaces the pending proposal, so from the later one on the snapshot acked allAck puts
+    with the local set and that proposal (getSyncStateSet :455), without a member of the
+    controller's set: the exposure of proposal_overwrites_pending_sss. The applied set is the
+    controller's at the next SyncStateSet epoch (controller.log), else the set the master installs
+    next in its term ("SyncStateSet changed", :340), each ordered by epochs or within one file.
+    Reported only (REPORTED). One violation a broker, with the count."""
+    applied: dict[tuple[str, int], frozenset[int]] = {}  # (group, SyncStateSet epoch) -> an alter's result
+    for node in nodes:
+        for r in node.of("controller"):
+            if (m := CONTROLLER_SSS.search(r.message)) and (e := ALTER_SSS_EPOCH.search(r.message)):
+                applied[(m[1], int(e[1]))] = id_set(m[2])
+    found: dict[str, list[str]] = {}
+    for node in nodes:
+        failed: list[tuple[str, int, frozenset[int], frozenset[int], str]] = []  # (group, epoch, local, proposed, where)
+
+        def judge(installed: frozenset[int] | None) -> None:
+            for i, (group, epoch, _, proposed, where) in enumerate(failed):
+                if applied.get((group, epoch + 1), installed) != proposed:
+                    continue
+                for _, later_epoch, local, later, later_at in failed[i + 1:]:
+                    if later_epoch == epoch and (missing := proposed - local - later):
+                        found.setdefault(node.name, []).append(
+                            f"{where}: the master proposed {sorted(proposed)} at syncStateSetEpoch {epoch}, its "
+                            f"answer lost, and the controller applied it; its next proposal {sorted(later)} "
+                            f"({later_at}) replaced it, and the snapshot's code acks with {sorted(local | later)}, without "
+                            f"{sorted(missing)} of the controller's set")
+                        return
+
+        for r in node.of("broker"):
+            if m := SSS_ALTER_FAILED.search(r.message):
+                failed.append((m[1], int(m[5]), id_set(m[3]), id_set(m[4]), at(node.name, r)))
+            elif (m := SSS_CHANGED.search(r.message)) or BEGIN_MASTER.search(r.message) or BEGIN_SLAVE.search(r.message):
+                judge(id_set(m[2]) if m else None)
+                failed = []
+        judge(None)
+    return _each_subject("applied_proposal_overwritten", run, found, "proposals", "a new SyncStateSet proposal "
+                         "replaced a pending one the controller had applied; "
+                         + shape("proposal_overwrites_pending_sss", "acked without a member the controller can elect"))
 
 
 def _each_subject(check: str, run: str, found: dict[str, list[str]], what: str, why: str) -> list[Violation]:
