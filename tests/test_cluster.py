@@ -306,7 +306,7 @@ def test_the_consumer_takes_the_next_offset_the_store_gives_as_a_rocketmq_consum
     answers = [{"status": "OFFSET_OVERFLOW_BADLY", "next": 3, "messages": []},
                {"status": "FOUND", "next": 5, "messages": [{"msg": "m7", "queue_offset": 3, "offset": 0},
                                                          {"msg": None, "queue_offset": 4, "offset": None}]}]
-    asked = []
+    asked, rm_state = [], ["STARTING"]
 
     class Store:
         nodes = {1: SimpleNamespace(alive=True)}
@@ -314,12 +314,17 @@ def test_the_consumer_takes_the_next_offset_the_store_gives_as_a_rocketmq_consum
         def master(self):
             return 1
 
+        def observe(self, b):
+            return {"rm_state": rm_state[0]}
+
         def read(self, b, queue, offset, max_messages=32):
             asked.append(offset)
             return answers.pop(0)
 
     client = cluster_run.Client(Store(), cluster_run.History(tmp_path / "history"), 1)
     client.offsets[0] = 9
+    assert client.read(0) == 0 and asked == []  # no role yet: no pulls, as in the model (`_serves_pulls`)
+    rm_state[0] = "RUNNING"
     assert client.read(0) == 0 and client.offsets[0] == 3
     assert client.read(0) == 2 and client.offsets[0] == 5 and asked == [9, 3]
     assert client.history.lines[-1].split("\t")[4] == "m7" and client.undecodable == [(1, 0, 4)]
@@ -341,8 +346,13 @@ def test_a_minority_partition_cuts_the_links_across_and_the_controller_only(monk
     # follow (durable seed 2's step 20, re-recorded 2026-11-29): it does nothing until the heal.
     nemesis = cluster_run.Nemesis(c, SimpleNamespace(fault=lambda *a: None))
     assert nemesis.apply(cluster_run.Op("lose_answers", 3)) == "nothing to do" and c.rpc_policy[3] == "drop"
+    # A second partition while one is in force: the model holds one at a time (a 300-step
+    # durable3 run, seed 100, step 80): nothing either, until the heal.
+    assert nemesis.apply(cluster_run.Op("minority", 2, 1)) == "nothing to do" and c.cut_off == {1, 3}
     c.heal()
     assert nemesis.apply(cluster_run.Op("lose_answers", 3)) == "broker 3" and c.rpc_policy[3] == "lose_answer"
+    c.heal()
+    assert nemesis.apply(cluster_run.Op("minority", 2, 1)) == "broker 2" and c.cut_off == {2, 3}
 
 
 def test_the_endings_heal_heals_though_it_names_no_broker(monkeypatch, tmp_path):

@@ -218,7 +218,10 @@ class Client:
     def read(self, queue: int) -> int:
         """Read the next messages of `queue` from the route's broker; how many."""
         b = self._routed()
-        if b is None or not self.cluster.nodes[b].alive:
+        state = self.cluster.observe(b) if b is not None and self.cluster.nodes[b].alive else None
+        if not state or state.get("rm_state") != "RUNNING":
+            # a broker whose ReplicasManager has not started (no role yet) serves no pulls, as the
+            # model's `_serves_pulls` holds (a 300-step durable3 run, seed 100, step 98)
             self.refresh_route()
             return 0
         got = self.cluster.read(b, queue, self.offsets[queue])
@@ -265,7 +268,7 @@ class Nemesis:
             # not on a broker a partition cuts off: that would reopen its path alone, which the
             # model does not do (it restores a partition only whole, at the heal)
             c.rpc_policy[b] = DROP if op.f == "isolate_controller" else LOSE_ANSWER
-        elif op.f == "minority":
+        elif op.f == "minority" and not c.cut_off:  # one partition at a time, as the model holds them
             c.partition(minority_side(b, op.peer, len(c.brokers)), CUT)
         else:
             return "nothing to do"
