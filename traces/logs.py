@@ -356,7 +356,8 @@ def _overwritten_proposals(nodes: list[Node], run: str) -> list[Violation]:
                 applied[(m[1], int(e[1]))] = id_set(m[2])
     found: dict[str, list[str]] = {}
     for node in nodes:
-        failed: list[tuple[str, int, frozenset[int], frozenset[int], str]] = []  # (group, epoch, local, proposed, where)
+        # (group, SyncStateSet epoch, local set, proposed set, where) since the master last installed a set
+        failed: list[tuple[str, int, frozenset[int], frozenset[int], str]] = []
 
         def judge(installed: frozenset[int] | None) -> None:
             for i, (group, epoch, _, proposed, where) in enumerate(failed):
@@ -367,14 +368,15 @@ def _overwritten_proposals(nodes: list[Node], run: str) -> list[Violation]:
                         found.setdefault(node.name, []).append(
                             f"{where}: the master proposed {sorted(proposed)} at syncStateSetEpoch {epoch}, its "
                             f"answer lost, and the controller applied it; its next proposal {sorted(later)} "
-                            f"({later_at}) replaced it, and the snapshot's code acks with {sorted(local | later)}, without "
-                            f"{sorted(missing)} of the controller's set")
+                            f"({later_at}) replaced it, and the snapshot's code acks with {sorted(local | later)}, "
+                            f"without {sorted(missing)} of the controller's set")
                         return
 
         for r in node.of("broker"):
             if m := SSS_ALTER_FAILED.search(r.message):
                 failed.append((m[1], int(m[5]), id_set(m[3]), id_set(m[4]), at(node.name, r)))
-            elif (m := SSS_CHANGED.search(r.message)) or BEGIN_MASTER.search(r.message) or BEGIN_SLAVE.search(r.message):
+            elif (m := SSS_CHANGED.search(r.message)) or BEGIN_MASTER.search(r.message) \
+                    or BEGIN_SLAVE.search(r.message):  # an install, or the term's end
                 judge(id_set(m[2]) if m else None)
                 failed = []
         judge(None)
