@@ -76,7 +76,6 @@ RECEIVED_EPOCH_CUT = [SLAVE_AGAIN, *handshake("01", "1,0,300 2,300,400", 400, "1
                       *handshake("09", "1,0,300 2,300,500", 400)]
 
 
-
 def alter_failed(at: str, local: str, proposed: str, epoch: int = 2) -> list[str]:
     """An AlterSyncStateSet of broker-a whose answer did not come back, as
     ReplicasManager.doReportSyncStateSetChanged logs it, with the exception after it."""
