@@ -181,6 +181,13 @@ def epoch_entries(text: str) -> list[tuple[int, int, int]]:
     return [(int(e[1]), int(e[2]), int(e[3])) for e in ENTRY.finditer(text)]
 
 
+def alter_result(message: str) -> tuple[str, int, frozenset[int]] | None:
+    """(broker set, SyncStateSet epoch, set) a controller.log line says an AlterSyncStateSet applied."""
+    if (m := CONTROLLER_SSS.search(message)) and (e := ALTER_SSS_EPOCH.search(message)):
+        return m[1], int(e[1]), id_set(m[2])
+    return None
+
+
 class Node(NamedTuple):
     name: str
     records: tuple[Record, ...]  # broker.log's, store.log's and controller.log's, each file in order

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from .history import Violation, shape
-from .log_records import (ALTER_SSS_EPOCH, BECAME_MASTER, BEGIN_MASTER, BEGIN_SLAVE, CONSISTENT_POINT,
+from .log_records import (BECAME_MASTER, BEGIN_MASTER, BEGIN_SLAVE, CONSISTENT_POINT,
                           CONTROLLER_CLEAN, CONTROLLER_ELECTED, CONTROLLER_SSS, CQ_ORDER_WRONG, CQ_UNIT,
                           ELECTED_SSS_EPOCH, EMPTY_LOCAL, EPOCH_ENTRIES, JOIN_RAN_OUT, LEARNER,
                           NEW_MASTER_TRUNCATED, NOTHING_TO_CUT, OWN_ID, SSS_ALTER_FAILED, SSS_CHANGED,
-                          TRANSFER_EPOCH_LOST, Node, Record, at, epoch_entries, id_set, read_set)
+                          TRANSFER_EPOCH_LOST, Node, Record, alter_result, at, epoch_entries, id_set, read_set)
 
 CHECKS: tuple[str, ...] = ("one_master_per_epoch", "epoch_agreement_in_logs", "truncation_below_confirm",
                            "consistent_point_beyond_log_end",
@@ -221,8 +221,8 @@ def _stale_alters(nodes: list[Node], run: str) -> list[Violation]:
                 if m[1] in last:
                     cleaned.add((m[1], last[m[1]]))
                 continue
-            if (m := CONTROLLER_SSS.search(r.message)) and (e := ALTER_SSS_EPOCH.search(r.message)):
-                group, epoch, ids = m[1], int(e[1]), id_set(m[2])
+            if result := alter_result(r.message):
+                group, epoch, ids = result
                 alters.append((group, epoch, ids, at(node.name, r)))
             elif (m := CONTROLLER_ELECTED.search(r.message)) and (e := ELECTED_SSS_EPOCH.search(r.message)):
                 group, epoch, ids = m[1], int(e[1]), frozenset({int(m[2])})
@@ -349,11 +349,11 @@ def _overwritten_proposals(nodes: list[Node], run: str) -> list[Violation]:
     controller's at the next SyncStateSet epoch (controller.log), else the set the master installs
     next in its term ("SyncStateSet changed", :340), each ordered by epochs or within one file.
     Reported only (REPORTED). One violation a broker, with the count."""
-    applied: dict[tuple[str, int], frozenset[int]] = {}  # (group, SyncStateSet epoch) -> an alter's result
+    applied: dict[tuple[str, int], frozenset[int]] = {}  # (group, SyncStateSet epoch) -> the set an alter applied
     for node in nodes:
         for r in node.of("controller"):
-            if (m := CONTROLLER_SSS.search(r.message)) and (e := ALTER_SSS_EPOCH.search(r.message)):
-                applied[(m[1], int(e[1]))] = id_set(m[2])
+            if result := alter_result(r.message):
+                applied[result[:2]] = result[2]
     found: dict[str, list[str]] = {}
     for node in nodes:
         # (group, SyncStateSet epoch, local set, proposed set, where) since the master last installed a set

@@ -205,9 +205,13 @@ class Client:
     def master_routed(self) -> int | None:
         """The route's broker if it is master; else None and the route asked again. RocketMQ's
         send processor refuses a put on a slave (its store alone would take it)."""
+        return self._routed_if(lambda state: state.get("role") == "SYNC_MASTER")
+
+    def _routed_if(self, serves: Callable[[dict[str, Any]], bool]) -> int | None:
+        """The route's broker if it is up and its state `serves`; else None and the route asked again."""
         b = self._routed()
         state = self.cluster.observe(b) if b is not None and self.cluster.nodes[b].alive else None
-        if not state or state.get("role") != "SYNC_MASTER":
+        if not state or not serves(state):
             self.refresh_route()
             return None
         return b
@@ -217,12 +221,10 @@ class Client:
 
     def read(self, queue: int) -> int:
         """Read the next messages of `queue` from the route's broker; how many."""
-        b = self._routed()
-        state = self.cluster.observe(b) if b is not None and self.cluster.nodes[b].alive else None
-        if not state or state.get("rm_state") != "RUNNING":
-            # a broker whose ReplicasManager has not started (no role yet) serves no pulls, as the
-            # model's `_serves_pulls` holds (a 300-step durable3 run, seed 100, step 98)
-            self.refresh_route()
+        # a broker whose ReplicasManager has not started (no role yet) serves no pulls, as the
+        # model's `_serves_pulls` holds (a 300-step durable3 run, seed 100, step 98)
+        b = self._routed_if(lambda state: state.get("rm_state") == "RUNNING")
+        if b is None:
             return 0
         got = self.cluster.read(b, queue, self.offsets[queue])
         for m in got.get("messages", []):
