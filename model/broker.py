@@ -51,6 +51,9 @@ class Broker(NamedTuple):
     id: int
     up: bool = True
     running: bool = True  # ReplicasManager RUNNING and unfenced; False from restart until a role is known
+    # The broker metadata file exists (written at the first registration, kept across restarts),
+    # so heartbeats carry the id whatever ReplicasManager's state (see `heartbeats`).
+    metadata_file: bool = True
     role: str = SLAVE
     promoting: int = 0  # epoch of a changeToMaster blocked on dispatch (§2.7.1 step 7); 0 = none
     master_epoch: int = 0  # ReplicasManager.masterEpoch (memory only)
@@ -120,6 +123,7 @@ def in_sync_replicas_nums(b: Broker, cfg: Config) -> int:
 
 def fenced(b: Broker) -> bool:
     return not b.running
+
 
 
 def alone(b: Broker, cfg: Config) -> bool:
@@ -482,6 +486,7 @@ def recover(b: Broker, msgs: Messages, cfg: Config) -> Broker:
         cq=cq,
         consumer_offsets=b.consumer_offsets,
         was_master=b.was_master,
+        metadata_file=b.metadata_file,
     )
     if cfg.has("restart_accepts_writes_before_role_confirmed") and b.was_master:
         # #6508: the restarted ex-master is writable as master before the controller speaks.

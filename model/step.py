@@ -61,6 +61,7 @@ from .world import (
     UNLOADED,
     SendRecord,
     State,
+    heartbeats,
     reachable,
     reaches_controller,
 )
@@ -564,6 +565,7 @@ def rule_register(s: State, cfg: Config, b_id: int, lost: int) -> State | None:
     code, role, _, _ = ctl.register_broker(s.ctrl.applied, b_id, alive_set(s, cfg))
     if code != ctl.SUCCESS:
         return None
+    s = s.with_broker(b._replace(metadata_file=True))  # written before registerBrokerToController
     if role is not None:
         if lost:
             return None
@@ -596,9 +598,12 @@ def rule_finish_promotion(s: State, cfg: Config, b_id: int) -> State | None:
 
 
 def rule_heartbeat(s: State, cfg: Config, b_id: int) -> State | None:
-    """sendHeartbeatToController (every brokerHeartbeatInterval)."""
+    """sendHeartbeatToController (every brokerHeartbeatInterval): BrokerController schedules it
+    whatever ReplicasManager's state, so a restarted broker heartbeats with the id from its
+    metadata file while its ReplicasManager still retries startBasicService. Without the file
+    (a first start not yet registered) the id is null and the entry names no broker."""
     b = s.broker(b_id)
-    if not b.up or not b.running or not reaches_controller(s, b_id):
+    if not heartbeats(s, b_id):
         return None
     ns = _heartbeat(s, b, cfg)
     if ns.ctrl.live[b_id - 1] is None:  # dropped (heartbeat_ignored_without_entry), though sent
@@ -692,6 +697,7 @@ def rule_crash(s: State, cfg: Config, b_id: int, keep: int) -> State | None:
         cq=b.cq,
         consumer_offsets=b.consumer_offsets,
         was_master=b.role == MASTER,
+        metadata_file=b.metadata_file,
     )
     return _use(s.with_broker(down), "crashes")
 
@@ -1120,7 +1126,7 @@ def empty_cluster(cfg: Config) -> State:
         for ev in events:
             s_ctrl = ctl.apply_event(s_ctrl, ev)
     log = cl.empty(cfg.base_offset, cfg.unit_bytes)
-    brokers = tuple(new_broker(i, cfg.queues, log)._replace(running=False, role=NONE) for i in range(1, cfg.brokers + 1))
+    brokers = tuple(new_broker(i, cfg.queues, log)._replace(running=False, role=NONE, metadata_file=False) for i in range(1, cfg.brokers + 1))
     return State(
         now=0,
         brokers=brokers,

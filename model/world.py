@@ -74,3 +74,11 @@ def reachable(s: State, a: int, b: int) -> bool:
 
 def reaches_controller(s: State, b: int) -> bool:
     return b not in s.cut and b not in s.off_controller
+
+
+def heartbeats(s: State, b_id: int) -> bool:
+    """BrokerController's scheduled sendHeartbeat reaches the controller with an id: the process
+    is up and its ReplicasManager runs, or has read the id from its metadata file while it still
+    starts (ReplicasManager.confirmNowRegisteringState, BrokerController.scheduleSendHeartbeat)."""
+    b = s.broker(b_id)
+    return b.up and (b.running or b.metadata_file) and reaches_controller(s, b_id)

@@ -13,6 +13,7 @@ from rmqcheck.checkers.counterexamples.replay import ReplayError, replay, reprod
 from rmqcheck.invariants.catalogue import BY_ID, expected_ids
 from rmqcheck.model.broker import dispatch_behind, get_confirm_offset
 from rmqcheck.model.bugs import BY_NAME, SNAPSHOT, TOGGLES
+from rmqcheck.model.step import rule_controller_elect
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 TOGGLE_FILES = sorted((SCENARIOS / "toggles").glob("*.scn"))
@@ -130,6 +131,23 @@ def test_a_closed_connection_is_removed_by_each_of_its_two_services():
     no_budget = cx.config._replace(faults=cx.config.faults._replace(second_removals=0))
     with pytest.raises(ReplayError, match=r"ha_second_removal\(broker=1, slave=2\) is not enabled"):
         replay(no_budget, cx.actions)
+
+
+def test_a_restarted_master_heartbeats_before_it_registers_and_stays_master():
+    """scenarios/quirks/ (from the long real runs): BrokerController heartbeats whatever
+    ReplicasManager's state, with the id from the metadata file, so the controller keeps the
+    restarted master alive and elects no one; its register hands it the master role back. Without
+    those heartbeats the controller would elect broker 2."""
+    cx = read(SCENARIOS / "quirks" / "restarted-master-heartbeats-before-register.scn")
+    r = replay(cx.config, cx.actions, frozenset(expected_ids(cx.config)))
+    assert r.first() is None
+    before_register = r.states[-2]
+    assert not before_register.broker(1).running and rule_controller_elect(before_register, cx.config) is None
+    assert before_register.ctrl.applied.master == 1 and r.states[-1].broker(1).promoting == 1
+    silent = [a for a in cx.actions[:-1] if a != ("heartbeat", 1)]
+    end = replay(cx.config, silent).states[-1]
+    elected = rule_controller_elect(end, cx.config)
+    assert elected is not None and elected.ctrl.applied.master == 2
 
 
 def test_a_superseded_connection_leaves_its_connected_slave_in_the_set():

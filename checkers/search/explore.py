@@ -34,7 +34,7 @@ from rmqcheck.model.abstraction import canonical_key, symmetries, timeless
 from rmqcheck.model.config import Config
 from rmqcheck.model.footprint import Footprint, footprint, independent, rank
 from rmqcheck.model.step import Action, initial_state, successors
-from rmqcheck.model.world import State, reaches_controller
+from rmqcheck.model.world import State, heartbeats
 
 from rmqcheck.checkers.search.coverage import ActionCounts, Coverage
 from rmqcheck.checkers.search.modes import MODES, Mode, mode_for
@@ -68,10 +68,10 @@ class Bounds(NamedTuple):
 
 
 def heartbeat_due(s: State) -> bool:
-    """Some live, unfenced broker that reaches the controller has not heartbeated in this tick
+    """Some broker that heartbeats and reaches the controller has not heartbeated in this tick
     (a heartbeat the controller dropped is marked in `ran`)."""
     for b in s.brokers:
-        if b.up and b.running and reaches_controller(s, b.id):
+        if heartbeats(s, b.id):
             info = s.ctrl.live[b.id - 1]
             if (info is None or info.last_update < s.now) and f"heartbeat:{b.id}" not in s.ran:
                 return True
