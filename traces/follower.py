@@ -21,6 +21,9 @@ from rmqcheck.model.world import State, reaches_controller
 READ_AT_ONCE = 32  # messages one read of the harness's asks for
 QUIET_AFTER = 2000  # model steps in one quiet-down at most (a run's whole transfer takes far fewer)
 GAP_STATES = 20_000  # states the search of one gap may visit
+HELD_AT_MOST = 2  # own steps the second search of a gap may hold back in one schedule
+Held = tuple  # (action, how many times the schedule took it before): one own step held back
+HELD_OCCURRENCES = 2  # of each own step, only its first ones are held back
 # A run's faults, in the harness's terms (harness.py): a broker's RPCs dropped or their answers lost.
 DROP, LOSE_ANSWER = "drop", "lose_answer"
 
@@ -212,6 +215,95 @@ class Follower:
                 queue.append((nxt, key[1], marked, path + [(a, own)]))
         return Searched(None, None, None, len(seen), not queue)
 
+    def search_holding_back(self, start: State, checked: dict[int, int], script: list[tuple[Action, bool]],
+                            rests: list[bool], shows: Callable[[State], bool]) -> Searched:
+        """The second search, for a gap longer than the first reaches (a restarted master's
+        slaves reconnecting, each with its transfer and its expansion): the fixed order from
+        `start`, the operation's actions where the fixed order took them (`rests[i]`: the own
+        steps rest before the i-th), and up to HELD_AT_MOST of the own steps it takes held back
+        until nothing else moves, then let go in the order they were held. Races the fixed
+        order settles one way, as delay-bounded scheduling explores them: a restarted master's
+        first SyncStateSet check before its slaves reconnect, or two HA connections' threads
+        each proposing a SyncStateSet before the other's AlterSyncStateSet came back. A step is
+        named with how many times the schedule took it before (`Held`). Schedules holding back
+        fewer steps go first; the states of all the schedules tried count against GAP_STATES."""
+        tried: set[frozenset[Held]] = set()
+        queue: deque[frozenset[Held]] = deque([frozenset()])
+        visited = 0
+        while queue and visited < GAP_STATES:
+            held = queue.popleft()
+            path, s, done = self._schedule(start, checked, script, rests, held)
+            visited += len(path) + 1
+            if s is not None and shows(s) and not self._dropped_alter_waits(s):
+                return Searched(path, s, done, visited, False)
+            if len(held) < HELD_AT_MOST:
+                taken: dict[Action, int] = {}
+                for a, own in path:
+                    more = held | {(a, taken.get(a, 0))}
+                    taken[a] = taken.get(a, 0) + 1
+                    if own and taken[a] <= HELD_OCCURRENCES and more not in tried:
+                        tried.add(more)
+                        queue.append(more)
+        return Searched(None, None, None, visited, not queue)
+
+    def _schedule(self, start: State, checked: dict[int, int], script: list[tuple[Action, bool]], rests: list[bool],
+                  held: frozenset[Held]) -> tuple[list[tuple[Action, bool]], State | None, dict[int, int]]:
+        """One schedule of `search_holding_back`: the path it takes, and where it ends (None when
+        an operation's action is not enabled where it comes, or the code's steps do not rest)."""
+        s, done, path, seen = start, dict(checked), [], {start}
+        todo = list(zip(script, rests))
+        taken: dict[Action, int] = {}
+        waiting: list[Held] = []  # held back, in the order they were
+        blocks: dict[Held, Action] = {}  # a held AlterSyncStateSet -> the ack read that proposed it
+        for _ in range(QUIET_AFTER):
+            nxt = a = None
+            if not todo or todo[0][1]:
+                for a in self._own_steps(s, dict(done)):
+                    if any(blocks.get(k) == a for k in waiting):
+                        continue  # the HA read thread that proposed waits in its AlterSyncStateSet call
+                    nxt = self._new(s, a, seen)
+                    key = (a, taken.get(a, 0))
+                    if nxt is None or key not in held:
+                        if nxt is not None:
+                            break
+                        continue
+                    if key not in waiting:
+                        waiting.append(key)
+                        if a[0] == "alter_sss" and path and path[-1][0][0] == "ha_read_ack":
+                            blocks[key] = path[-1][0]
+                    nxt = None
+                if nxt is None and waiting:
+                    held = held - {waiting.pop(0)}  # nothing else moves: the first held step goes
+                    continue
+            if nxt is None:
+                if not todo:
+                    return path, s, done
+                (a, kill9), _ = todo.pop(0)
+                a = ("crash", a[1], cl.unflushed(s.broker(a[1]).log)) if kill9 else a
+                try:
+                    nxt = step(s, a, self.cfg)
+                except NotEnabled:
+                    return path, None, done
+                if a[0] in ("crash", "restart"):  # a new process: its first changeToMaster checks again
+                    done.pop(a[1], None)
+                path.append((a, False))
+            else:
+                if a[0] == "check_sss":
+                    done[a[1]] = nxt.broker(a[1]).master_epoch
+                path.append((a, True))
+                taken[a] = taken.get(a, 0) + 1
+            s = nxt
+            seen.add(s)
+        return path, None, done
+
+    def _new(self, s: State, a: Action, seen: set[State]) -> State | None:
+        """`a` taken in `s`, if enabled and not back to a state already passed."""
+        try:
+            nxt = step(s, a, self.cfg)
+        except NotEnabled:
+            return None
+        return None if nxt in seen else nxt
+
     def _dropped_alter_waits(self, s: State) -> bool:
         """An AlterSyncStateSet waits that the code dropped on its way where the model's broker
         reaches the controller (the model fails one only across a partition or a controller
@@ -386,12 +478,26 @@ class Follower:
         if not diffs:
             return False
         start, checked, taken = before
-        script = [(a, i in self.kill9) for i, (a, own) in enumerate(zip(self.actions, self.own)) if i >= taken and not own]
-        found = self.search(start, checked, script, lambda s: not self.mismatch(s, record))
-        if found.path is None:
-            searched = "all of them" if found.exhausted else f"the first {found.visited:,}; the search stops there"
+        script, rests, rested = [], [], False
+        for i, (a, own) in enumerate(zip(self.actions, self.own)):
+            if i >= taken and own:
+                rested = True
+            elif i >= taken:
+                script.append((a, i in self.kill9))
+                rests.append(rested)
+                rested = False
+        shows = lambda s: not self.mismatch(s, record)  # noqa: E731
+        found = self.search(start, checked, script, shows)
+        if found.path is None and found.exhausted:
             raise Stop("; ".join(diffs) + f" (nor in another order of the code's own steps: {found.visited:,} states, "
-                                           f"{searched})")
+                                           "all of them)")
+        if found.path is None:  # every schedule of the second search is a path the first could take
+            held = self.search_holding_back(start, checked, script, rests, shows)
+            if held.path is None:
+                raise Stop("; ".join(diffs) + f" (nor in another order of the code's own steps: {found.visited:,} states, "
+                                               f"the first {found.visited:,}; the search stops there; nor with up to "
+                                               f"{HELD_AT_MOST} of them held back: {held.visited:,} states)")
+            found = held
         self.s, self.checked = found.state, found.checked
         del self.actions[taken:], self.steps[taken:], self.own[taken:]
         self.kill9 = {i for i in self.kill9 if i < taken}

@@ -14,7 +14,10 @@ completing or timing out) the record does not show; it is filled in one fixed or
 as the harness waits until the cluster is quiet. When the state reached does not show what the
 record shows, a breadth-first search from the end of the step before (at most GAP_STATES states:
 the bounded search per gap) takes the operation's own actions in their order, interleaved with
-any of the code's own steps, to a state that does.
+any of the code's own steps, to a state that does. Where that search stops at its bound, a
+second one (`Follower.search_holding_back`) tries the fixed order with one or two of the code's
+own steps held back until nothing else moves, as delay-bounded scheduling does: the long gaps of
+a restarted master, whose first SyncStateSet check and its slaves' expansions race.
 
 The path follows the run while the two agree: the broker that took each put was a master in the
 model too, the consumer read as many messages, and after each operation the controller (and, with
