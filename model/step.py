@@ -168,10 +168,13 @@ def _commit(s: State, events: tuple, cfg: Config, grant: ctl.RoleInfo | None = N
 def change_to_master(s: State, b_id: int, epoch: int, sss_epoch: int, sss: frozenset[int], cfg: Config) -> State:
     """`ReplicasManager.changeToMaster`: adopt the controller's SyncStateSet, then the store's
     `changeToMaster`: destroy connections, stop the HA client, cut a torn tail, record the
-    epoch, and wait for dispatch (the `promoting` phase, finished by `finish_promotion`)."""
+    epoch, and wait for dispatch (the `promoting` phase, finished by `finish_promotion`). Both
+    ways it submits a SyncStateSet check at once (ReplicasManager.java:249, :275), whether or not
+    the periodic one ran in this tick (a restarted master's first check)."""
     b = s.broker(b_id)
     if epoch <= b.master_epoch:
         return s
+    s = s._replace(ran=s.ran - {f"check_sss:{b_id}"})
     b = b._replace(master_epoch=epoch)
     if b.master_id == b.id and b.role == MASTER:
         # Already master: changeToMasterWhenLastRoleIsMaster keeps the connections (HA2).
@@ -509,7 +512,8 @@ def rule_alter_sss(s: State, cfg: Config, b_id: int, lost: int) -> State | None:
     if code == ctl.SUCCESS and not lost:
         b = change_sync_state_set(b, body[0], body[1], cfg)
     s = _commit(s.with_broker(b), events, cfg)
-    return _use(s, "lost_responses") if lost else s
+    # A lost rejection is a rejection: the broker changes nothing either way.
+    return _use(s, "lost_responses") if lost and code == ctl.SUCCESS else s
 
 
 def rule_alter_sss_fail(s: State, cfg: Config, b_id: int) -> State | None:

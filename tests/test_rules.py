@@ -209,6 +209,22 @@ alter_sss broker=1 lost=1""")
     assert m.sss == {1} and m.synchronizing and m.remote_sss == {1, 2}  # the master never heard
 
 
+def test_a_lost_rejection_is_a_rejection_and_uses_no_lost_response():
+    """A restarted broker with no role (masterEpoch 0) proposes its reconnected slave; the
+    controller fences it. Whether the answer comes back or not, the broker changes nothing, so
+    the lost answer is not a fault spent (a recorded run loses many such answers a step)."""
+    cfg, s = run(f"""{DURABLE}
+faults crashes=1 lost_responses=1
+crash broker=1 keep=0
+restart broker=1
+ha_connect slave=2
+ha_slave_ack slave=2
+ha_read_ack slave=2""")
+    assert s.broker(1).alters and s.broker(1).master_epoch == 0
+    lost, answered = step(s, ("alter_sss", 1, 1), cfg), step(s, ("alter_sss", 1, 0), cfg)
+    assert lost == answered and lost.used.lost_responses == 0 and lost.ctrl.applied.sss_epoch == s.ctrl.applied.sss_epoch
+
+
 def test_shrink_drops_a_member_not_caught_up_for_longer_than_the_limit():
     cfg, s = run(MEMBER_2)
     for _ in range(cfg.not_catchup_time + 1):
