@@ -125,7 +125,6 @@ def fenced(b: Broker) -> bool:
     return not b.running
 
 
-
 def alone(b: Broker, cfg: Config) -> bool:
     """The "only the master is in sync" shortcut of getConfirmOffset(Directly). The snapshot
     looks at the local set only; the intended form also counts a pending proposal, as acks do."""

@@ -37,9 +37,9 @@ class Stop(Exception):
 
 def passed(s: State) -> State:
     """What says the fixed order is back at a state it passed: the state but its fault counts.
-    The code can loop for ever (a handshake that finds no consistent point retries, a broker
-    with no role proposes and is fenced again), and each turn of the loop spends a fault (a
-    second removal, a lost answer) without changing anything else."""
+    The code can loop for ever (a handshake that finds no consistent point retries), and each
+    turn of the loop spends a fault (the closed connection's second removal) without changing
+    anything else."""
     return s._replace(used=None)
 
 
@@ -71,11 +71,8 @@ class Gaps:
         checked, path, seen = dict(checked), [], {passed(s)}
         for _ in range(QUIET_AFTER):
             for a in self._own_steps(s, checked, fixed=True):
-                try:
-                    nxt = step(s, a, self.cfg)
-                except NotEnabled:
-                    continue
-                if passed(nxt) not in seen:
+                nxt = self._new(s, a, seen)
+                if nxt is not None:
                     s = nxt
                     path.append(a)
                     seen.add(passed(s))

@@ -17,7 +17,7 @@ the bounded search per gap) takes the operation's own actions in their order, in
 any of the code's own steps, to a state that does. Where that search stops at its bound, a
 second one (`gaps.py` `search_holding_back`) tries the fixed order with one or two of the code's
 own steps held back until nothing else moves, as delay-bounded scheduling does: the long gaps of
-a restarted master, whose first SyncStateSet check and its slaves' expansions race.
+a restarted master, whose slaves' expansions race.
 
 The path follows the run while the two agree: the broker that took each put was a master in the
 model too, the consumer read as many messages, and after each operation the controller (and, with
