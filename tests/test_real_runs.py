@@ -25,8 +25,8 @@ has that fault since it was asked to explain this run (`controller_cut`); at ste
 loses broker 2's answers instead of dropping its RPCs, which reopens its path alone
 (`controller_reconnect`).
 
-tests/data/long-runs/durable3-seed-300 (`--config durable3 --steps 300 --faults 30`, its first 177 steps): master 2 is
-killed and restarted at once, twice (steps 120-124 and 176-177). Each time the code's first
+tests/data/long-runs/durable3-seed-300 (`--config durable3 --steps 300 --faults 30`, its first
+177 steps): master 2 is killed and restarted at once, twice (steps 120-124 and 176-177). Each time the code's first
 SyncStateSet check ran before its slaves reconnected ([1, 2, 3] -> [2]; the fixed order has it
 so), and the second time both slaves' expansions were proposed from [2] before either came back
 (broker 2's log: [2] -> [1, 2] -> [2, 3] -> [1, 2, 3]). The breadth-first search does not reach
