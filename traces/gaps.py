@@ -43,6 +43,21 @@ def passed(s: State) -> State:
     return s._replace(used=None)
 
 
+def _as_taken(s: State, a: Action, kill9: bool) -> Action:
+    """An operation's action as the search takes it: a kill -9 keeps whatever is in the page
+    cache where it comes."""
+    return ("crash", a[1], cl.unflushed(s.broker(a[1]).log)) if kill9 else a
+
+
+def _marked(done: dict[int, int], a: Action, nxt: State) -> dict[int, int]:
+    """The masterEpochs whose first SyncStateSet check ran, after `a` (which led to `nxt`)."""
+    if a[0] == "check_sss":
+        return {**done, a[1]: nxt.broker(a[1]).master_epoch}
+    if a[0] in ("crash", "restart"):  # a new process: its first changeToMaster checks again
+        return {b: e for b, e in done.items() if b != a[1]}
+    return done
+
+
 class Gaps:
     """The part of `Follower` that fills gaps: what the code does by itself in a model state,
     given the faults in force the model's state does not hold (`silent` HA links, `rpc`
@@ -141,8 +156,7 @@ class Gaps:
                 return Searched(path, s, done, len(seen), False)
             moves = [(a, True) for a in self._own_steps(s, dict(done))]
             if pos < len(script):
-                a, kill9 = script[pos]
-                moves.append((("crash", a[1], cl.unflushed(s.broker(a[1]).log)) if kill9 else a, False))
+                moves.append((_as_taken(s, *script[pos]), False))
             for a, own in moves:
                 try:
                     nxt = step(s, a, self.cfg)
@@ -152,13 +166,7 @@ class Gaps:
                 if key in seen:
                     continue
                 seen.add(key)
-                if a[0] == "check_sss":
-                    marked = {**done, a[1]: nxt.broker(a[1]).master_epoch}
-                elif a[0] in ("crash", "restart"):  # a new process: its first changeToMaster checks again
-                    marked = {b: e for b, e in done.items() if b != a[1]}
-                else:
-                    marked = done
-                queue.append((nxt, key[1], marked, path + [(a, own)]))
+                queue.append((nxt, key[1], _marked(done, a, nxt), path + [(a, own)]))
         return Searched(None, None, None, len(seen), not queue)
 
     def search_holding_back(self, start: State, checked: dict[int, int], script: list[tuple[Action, bool]],
@@ -227,20 +235,16 @@ class Gaps:
             if nxt is None:
                 if not todo:
                     return path, s, done, False
-                (a, kill9), _ = todo.pop(0)
-                a = ("crash", a[1], cl.unflushed(s.broker(a[1]).log)) if kill9 else a
+                a = _as_taken(s, *todo.pop(0)[0])
                 try:
                     nxt = step(s, a, self.cfg)
                 except NotEnabled:
                     return path, None, done, False
-                if a[0] in ("crash", "restart"):  # a new process: its first changeToMaster checks again
-                    done.pop(a[1], None)
                 path.append((a, False))
             else:
-                if a[0] == "check_sss":
-                    done[a[1]] = nxt.broker(a[1]).master_epoch
                 path.append((a, True))
                 taken[a] = taken.get(a, 0) + 1
+            done = _marked(done, a, nxt)
             s = nxt
             seen.add(passed(s))
         return path, None, done, False
