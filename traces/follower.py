@@ -258,25 +258,24 @@ class Follower(Gaps):
         if not diffs:
             return False
         start, checked, taken = before
-        script, rests, rested = [], [], False
-        for i, (a, own) in enumerate(zip(self.actions, self.own)):
-            if i >= taken and own:
+        script, rests, rested = [], [], False  # the operation's actions; whether own steps came before each
+        for i in range(taken, len(self.actions)):
+            if self.own[i]:
                 rested = True
-            elif i >= taken:
-                script.append((a, i in self.kill9))
+            else:
+                script.append((self.actions[i], i in self.kill9))
                 rests.append(rested)
                 rested = False
         shows = lambda s: not self.mismatch(s, record)  # noqa: E731
         found = self.search(start, checked, script, shows)
-        if found.path is None and found.exhausted:
-            raise Stop("; ".join(diffs) + f" (nor in another order of the code's own steps: {found.visited:,} states, "
-                                           "all of them)")
-        if found.path is None:  # every schedule of the second search is a path the first could take
+        if found.path is None:
+            why = "; ".join(diffs) + f" (nor in another order of the code's own steps: {found.visited:,} states, "
+            if found.exhausted:  # every schedule of the second search is a path the first took
+                raise Stop(why + "all of them)")
             held = self.search_holding_back(start, checked, script, rests, shows)
             if held.path is None:
-                raise Stop("; ".join(diffs) + f" (nor in another order of the code's own steps: {found.visited:,} states, "
-                                               f"the first {found.visited:,}; the search stops there; nor with up to "
-                                               f"{gaps.HELD_AT_MOST} of them held back: {held.visited:,} states)")
+                raise Stop(why + f"the first {found.visited:,}; the search stops there; nor with up to "
+                                 f"{gaps.HELD_AT_MOST} of them held back: {held.visited:,} states)")
             found = held
         self.s, self.checked = found.state, found.checked
         del self.actions[taken:], self.steps[taken:], self.own[taken:]
