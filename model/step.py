@@ -491,8 +491,18 @@ def rule_alter_sss(s: State, cfg: Config, b_id: int, lost: int) -> State | None:
     """doReportSyncStateSetChanged: send the oldest queued proposal with the masterEpoch and
     syncStateSetEpoch it was computed under (the snapshot reads the current ones:
     `alter_uses_epochs_at_send`); adopt the answer. `lost`: the controller applied it but the
-    response never arrived (a fault)."""
+    response never arrived (a fault).
+
+    A broker that has not reached RUNNING since its start has no listener yet: ReplicasManager
+    registers `doReportSyncStateSetChanged` at the end of startBasicService (ReplicasManager.java
+    :213), and `notifySyncStateSetChanged`'s task reads the listeners when it runs, so what a
+    restarted broker proposes meanwhile (the removals its changeToMaster's closed connections
+    propose, the expansions of slaves that connect to it with no role) is dropped unsent. The
+    model once sent them once the broker ran, and its controller took a shrink the code's never
+    saw (durable3 seed 500, step 99: SyncStateSet epoch 13 against 9)."""
     b = s.broker(b_id)
+    if b.up and b.alters and not b.running:
+        return None if lost else s.with_broker(b._replace(alters=b.alters[1:]))
     if (
         not b.up
         or not b.alters
@@ -520,8 +530,8 @@ def rule_alter_sss_fail(s: State, cfg: Config, b_id: int) -> State | None:
     """The AlterSyncStateSet RPC fails: the controller is unreachable. The synchronizing flag
     stays set until a later confirmed set (§7.16)."""
     b = s.broker(b_id)
-    if not b.up or not b.alters or b.promoting or reaches_controller(s, b_id):
-        return None
+    if not b.up or not b.alters or not b.running or b.promoting or reaches_controller(s, b_id):
+        return None  # not running: `rule_alter_sss` drops it, no RPC sent
     return s.with_broker(b._replace(alters=b.alters[1:]))
 
 

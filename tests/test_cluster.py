@@ -22,6 +22,7 @@ from rmqcheck.checkers.cluster import historical, run as cluster_run
 from rmqcheck.checkers.cluster.epochfiles import drop_after
 from rmqcheck.checkers.cluster.harness import Cluster, ClusterConfig
 from rmqcheck.checkers.cluster.proxy import BLACKHOLE, CUT, OPEN, STEP, LinkProxy
+from rmqcheck.checkers.cluster.quiet import lagging
 from rmqcheck.checkers.java import build
 from rmqcheck.cli import main
 from rmqcheck.model.bugs import TOGGLES
@@ -231,6 +232,27 @@ def test_a_released_transfer_is_waited_for_until_the_slave_has_applied_it(monkey
     x = slave(*[on(128, 0)] * (int(stepping.APPLY_WAIT / 0.02) + 2))
     assert not stepping._applied(x, 2, 128, 256)  # APPLY_WAIT's looks, 20 ms apart, then given up
     assert x.c.observe(2) == on(128, 0)  # looked no more than that
+
+
+def test_a_slave_amid_a_handshake_is_waited_for_whatever_its_master_s_role():
+    """durable3 seed 500, step 77: a restarted slave's handshake with a fenced broker (no role,
+    so not a SYNC_MASTER whose slaves settle waits for) was in flight when the step's view was
+    read, and the model, which runs the handshake to its end, parted from it. A connection in
+    HANDSHAKE on an open link keeps the cluster busy; on a cut or blackholed link it does not."""
+    links = {(s, m): SimpleNamespace(mode=OPEN) for s in (1, 2, 3) for m in (1, 2, 3) if s != m}
+    broker = lambda i, conns=(), role="SLAVE": {  # noqa: E731
+        "started": True, "broker_id": i, "role": role, "master_epoch": 2, "max_offset": 2204,
+        "epochs": [[1, 0, 872]], "connections": [list(x) for x in conns]}
+    fenced = broker(2, [("1", 2204, "HANDSHAKE"), ("3", 2204, "TRANSFER")])
+    states = {1: broker(1), 2: fenced, 3: broker(3), 4: None}
+    assert lagging(states, 2, links) == {1}
+    links[(1, 2)].mode = BLACKHOLE
+    assert lagging(states, 2, links) == set()
+    links[(1, 2)].mode = OPEN
+    states[2] = broker(2, [("1", 2204, "TRANSFER"), ("3", 2204, "TRANSFER")])
+    assert lagging(states, 2, links) == set()
+    master = broker(2, [("1", 2204, "TRANSFER"), ("3", 2204, "HANDSHAKE")], role="SYNC_MASTER")
+    assert lagging({1: broker(1), 2: master, 3: broker(3)}, 2, links) == {3}  # a SYNC_MASTER's too
 
 
 def test_the_schedule_is_the_seed_s_and_bounds_the_faults():

@@ -210,9 +210,24 @@ alter_sss broker=1 lost=1""")
 
 
 def test_a_lost_rejection_is_a_rejection_and_uses_no_lost_response():
-    """A restarted broker with no role (masterEpoch 0) proposes its reconnected slave; the
-    controller fences it. Whether the answer comes back or not, the broker changes nothing, so
-    the lost answer is not a fault spent (a recorded run loses many such answers a step)."""
+    """The controller has timed the master out, so it refuses the master's expansion (a member
+    must be alive). Whether the answer comes back or not, the broker changes nothing, so the lost
+    answer is not a fault spent (a recorded run loses many such answers a step)."""
+    cfg, s = run(f"""{DURABLE}
+faults lost_responses=1
+ha_connect slave=2
+ha_slave_ack slave=2
+ha_read_ack slave=2
+hb_timeout broker=1""")
+    assert s.broker(1).alters and s.broker(1).running
+    lost, answered = step(s, ("alter_sss", 1, 1), cfg), step(s, ("alter_sss", 1, 0), cfg)
+    assert lost == answered and lost.used.lost_responses == 0 and lost.ctrl.applied.sss_epoch == s.ctrl.applied.sss_epoch
+
+
+def test_a_broker_not_yet_running_drops_its_proposals_unsent():
+    """ReplicasManager registers its SyncStateSet listener only once it is RUNNING
+    (startBasicService, ReplicasManager.java:213): what a restarted broker with no role proposes
+    for its reconnected slave never reaches the controller, and no RPC means no lost answer."""
     cfg, s = run(f"""{DURABLE}
 faults crashes=1 lost_responses=1
 crash broker=1 keep=0
@@ -220,9 +235,10 @@ restart broker=1
 ha_connect slave=2
 ha_slave_ack slave=2
 ha_read_ack slave=2""")
-    assert s.broker(1).alters and s.broker(1).master_epoch == 0
-    lost, answered = step(s, ("alter_sss", 1, 1), cfg), step(s, ("alter_sss", 1, 0), cfg)
-    assert lost == answered and lost.used.lost_responses == 0 and lost.ctrl.applied.sss_epoch == s.ctrl.applied.sss_epoch
+    assert s.broker(1).alters and not s.broker(1).running
+    assert ("alter_sss", 1, 1) not in enabled(s, cfg) and ("alter_sss_fail", 1) not in enabled(s, cfg)
+    dropped = step(s, ("alter_sss", 1, 0), cfg)
+    assert dropped.broker(1).alters == s.broker(1).alters[1:] and dropped.ctrl == s.ctrl
 
 
 def test_shrink_drops_a_member_not_caught_up_for_longer_than_the_limit():

@@ -103,11 +103,14 @@ class Gaps:
         a flush is left to the search when the record shows the code's flushes. A queued
         AlterSyncStateSet goes first: the code sends it from the thread that proposed it, in
         the listener call (ReplicasManager.doReportSyncStateSetChanged), before that thread
-        reads another frame."""
+        reads another frame. A broker not running yet sends none: it drops it (no listener yet,
+        `rule_alter_sss`), whatever becomes of its RPCs."""
         for b in s.brokers:
             if b.up and b.alters:
                 i = b.id
-                if self.sends_rpcs(i):
+                if not b.running:
+                    yield ("alter_sss", i, 0)
+                elif self.sends_rpcs(i):
                     yield ("alter_sss", i, self.lost(i))
                 elif not reaches_controller(s, i):
                     yield ("alter_sss_fail", i)

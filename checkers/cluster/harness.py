@@ -26,7 +26,7 @@ from typing import Any, Callable, NamedTuple
 from rmqcheck.checkers.java import build
 from rmqcheck.checkers.java.build import Classpath
 
-from . import epochfiles
+from . import epochfiles, quiet
 from .controller import Controller
 from .node import BrokerNode, Item, NodeError
 from .proxy import OPEN, STEP, LinkProxy
@@ -266,7 +266,7 @@ class Cluster:
 
     def _settle(self, timeout: float, stuck_after: float | None) -> dict[int, dict[str, Any] | None]:
         """Run queued one-shots and wait until the cluster is quiet (module docstring) and every slave
-        on an open link to the master holds what the master holds (`_lagging`); the brokers' states.
+        on an open link to the master holds what the master holds (`quiet.lagging`); the brokers' states.
         `self.settled` says whether that happened within `timeout` seconds (a slave that cannot catch
         up, a link held: the caller records the step as not settled). With `stuck_after`, it gives up
         sooner when nothing but a slave's lag keeps it busy and nothing has moved for that long, and
@@ -285,11 +285,11 @@ class Cluster:
             held = sum(link.bytes_held() for link in self.links.values() if link.mode == OPEN)
             working = {b: s and self._working(b, s) for b, s in states.items()}
             working_now = bool(held or (self.puts and not self.stepping) or any(working.values()))
-            lagging = self._lagging(states)
+            lagging = quiet.lagging(states, self.master(), self.links)
             # Every lagging slave's progress is noted each poll (a list, not any(): no short cut).
             waited = [self._waited_for(b, states[b]["max_offset"], progress, stuck_after) for b in lagging]
             busy = working_now or any(waited)
-            shape = {b: _shape(s) for b, s in states.items()}
+            shape = {b: quiet.shape(s) for b, s in states.items()}
             if shape != last:
                 moved_at = time.monotonic()
             if busy or shape != last:
@@ -350,23 +350,6 @@ class Cluster:
         if stuck_after is not None and now - progress[b][1] >= stuck_after:
             self.stranded[b] = offset
         return self.stranded.get(b) != offset
-
-    def _lagging(self, states: dict[int, dict[str, Any] | None]) -> set[int]:
-        """The slaves of the current master, on an open link, that do not hold all it holds yet: its
-        log and its ack of it; and a slave with no epoch entry yet under a master that has one (a new
-        slave takes the master's first entry from a frame after its handshake, with or without
-        messages; a busy machine can leave that frame unread for longer than `quiet_for`, and the
-        step's view then showed a slave in the SyncStateSet with no entry)."""
-        m = self.master()
-        master = states.get(m) if m is not None else None
-        if not master or master.get("role") != "SYNC_MASTER":
-            return set()
-        acks = {int(slave): ack for slave, ack, _ in master["connections"]}
-        return {b for b, s in states.items()
-                if b != m and s and s.get("role") == "SLAVE" and self.links[(b, m)].mode == OPEN
-                and s["master_epoch"] == master["master_epoch"]
-                and (s["max_offset"] != master["max_offset"] or acks.get(s["broker_id"]) != master["max_offset"]
-                     or (not s.get("epochs") and bool(master.get("epochs"))))}
 
     # --- steps: the client's, the nemesis's, the controller's -------------------------------------
 
@@ -488,12 +471,3 @@ class Cluster:
 
 def _at(values: tuple[int, ...], b: int, default: int) -> int:
     return values[b - 1] if len(values) >= b else default
-
-
-def _shape(state: dict[str, Any] | None) -> Any:
-    """What must stay the same for the cluster to count as quiet (HA progress, roles, epochs)."""
-    if state is None:
-        return None
-    return tuple(state.get(k) if not isinstance(state.get(k), list) else repr(state.get(k))
-                 for k in ("role", "master_epoch", "max_offset", "confirm_offset", "epochs", "sss", "local_sss",
-                           "synchronizing", "connections", "client"))
