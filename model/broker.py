@@ -65,6 +65,9 @@ class Broker(NamedTuple):
     log: CommitLog = cl.EMPTY
     epochs: EpochFile = ef.EMPTY
     confirm: int = -1  # CommitLog.confirmOffset, persisted in the store checkpoint
+    # The checkpoint file's confirmPhyOffset: what StoreCheckpoint.flush() last wrote. Tracked only
+    # within the `checkpoint_reverts` budget (`rule_flush_checkpoint`); elsewhere it stays -1.
+    checkpoint_confirm: int = -1
     reput: int = 0  # ReputMessageService.reputFromOffset
     cq: tuple[tuple[int, ...], ...] = ()  # consume queues: message ids by queue offset
     queue_table: tuple[int, ...] = ()  # topicQueueTable: next queue offset per queue
@@ -486,6 +489,7 @@ def recover(b: Broker, msgs: Messages, cfg: Config) -> Broker:
         consumer_offsets=b.consumer_offsets,
         was_master=b.was_master,
         metadata_file=b.metadata_file,
+        checkpoint_confirm=b.checkpoint_confirm,  # the file as loaded, until the next flush
     )
     if cfg.has("restart_accepts_writes_before_role_confirmed") and b.was_master:
         # #6508: the restarted ex-master is writable as master before the controller speaks.

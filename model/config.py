@@ -46,6 +46,12 @@ class FaultBudget(NamedTuple):
     # that interleaving. Off by default (the explored spaces are unchanged; without it the second
     # call comes at once and proposes the same set again); recorded cluster runs need it.
     second_removals: int = 0
+    # StoreCheckpoint.setConfirmPhyOffset only sets a field; the file is written by flush(), which
+    # DefaultMessageStore schedules once a second (:1809). So a crash or power loss takes the
+    # confirmOffset back to its value at the last flush (`flush_checkpoint`, `revert_checkpoint`).
+    # Off by default (the explored spaces are unchanged: the crash keeps the latest, as if the
+    # flush came just before it); recorded cluster runs need it (durable3 seed 500, step 115).
+    checkpoint_reverts: int = 0
 
     def total(self) -> int:
         return sum(self)

@@ -121,12 +121,22 @@ def _finish_promotion(s: State, cfg: Config, b_id: int) -> Footprint:
     return Footprint(hb.reads | {"msgs"}, hb.writes | {("B", b_id)})
 
 
-def _epoch_file_fault(budget: str) -> Callable[..., Footprint]:
-    """A fault on one broker's epoch file: that broker and its budget."""
+def _file_fault(budget: str) -> Callable[..., Footprint]:
+    """A fault on one broker's epoch file or checkpoint: that broker and its budget."""
 
     def footprint(s: State, cfg: Config, b_id: int) -> Footprint:
         both = frozenset({("B", b_id), ("used", budget)})
         return Footprint(both, both)
+
+    return footprint
+
+
+def _written_back(budget: str) -> Callable[..., Footprint]:
+    """A file written to the device, kept only while its revert's budget is left: that broker,
+    reading the budget."""
+
+    def footprint(s: State, cfg: Config, b_id: int) -> Footprint:
+        return Footprint(frozenset({("B", b_id), ("used", budget)}), frozenset({("B", b_id)}))
 
     return footprint
 
@@ -153,10 +163,11 @@ FOOTPRINTS: dict[str, Callable[..., Footprint]] = {
     "check_sss": _check_sss,
     "alter_sss_fail": _own("cut"),
     "finish_promotion": _finish_promotion,
-    "lose_epoch_file": _epoch_file_fault("epoch_file_losses"),
-    "revert_epoch_file": _epoch_file_fault("epoch_file_reverts"),
-    "write_back_epoch_file": lambda s, cfg, b_id: Footprint(frozenset({("B", b_id), ("used", "epoch_file_reverts")}),
-                                                            frozenset({("B", b_id)})),
+    "lose_epoch_file": _file_fault("epoch_file_losses"),
+    "revert_epoch_file": _file_fault("epoch_file_reverts"),
+    "write_back_epoch_file": _written_back("epoch_file_reverts"),
+    "revert_checkpoint": _file_fault("checkpoint_reverts"),
+    "flush_checkpoint": _written_back("checkpoint_reverts"),
 }
 
 

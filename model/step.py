@@ -712,6 +712,7 @@ def rule_crash(s: State, cfg: Config, b_id: int, keep: int) -> State | None:
         consumer_offsets=b.consumer_offsets,
         was_master=b.role == MASTER,
         metadata_file=b.metadata_file,
+        checkpoint_confirm=b.checkpoint_confirm,
     )
     return _use(s.with_broker(down), "crashes")
 
@@ -872,6 +873,27 @@ def rule_revert_epoch_file(s: State, cfg: Config, b_id: int) -> State | None:
     return _use(s.with_broker(b._replace(epochs=ef.revert(b.epochs))), "epoch_file_reverts")
 
 
+def rule_flush_checkpoint(s: State, cfg: Config, b_id: int) -> State | None:
+    """StoreCheckpoint.flush(), scheduled once a second (DefaultMessageStore.java:1809): the file
+    takes the confirmOffset `setConfirmPhyOffset` last set. Only while a revert may still come:
+    elsewhere it changes nothing that matters and would only multiply states."""
+    b = s.broker(b_id)
+    if not b.up or b.checkpoint_confirm == b.confirm or not _budget_left(s, cfg, "checkpoint_reverts"):
+        return None
+    return s.with_broker(b._replace(checkpoint_confirm=b.confirm))
+
+
+def rule_revert_checkpoint(s: State, cfg: Config, b_id: int) -> State | None:
+    """The broker died (a kill -9 or a power loss) before the checkpoint's next flush: the
+    restart loads the confirmOffset the file holds (DefaultMessageStore.load, :352), not the
+    one the process last set. A restarted slave then shows a confirmOffset below its master's
+    (recorded cluster runs do this: docs/traces.md)."""
+    b = s.broker(b_id)
+    if b.up or b.checkpoint_confirm == b.confirm or not _budget_left(s, cfg, "checkpoint_reverts"):
+        return None
+    return _use(s.with_broker(b._replace(confirm=b.checkpoint_confirm)), "checkpoint_reverts")
+
+
 def rule_consumer_restart(s: State, cfg: Config) -> State | None:
     """The consumer restarts, or rebalancing moves its queues to another instance: offsets read
     since the last commit are forgotten, and the next pull starts at the master's committed
@@ -963,6 +985,8 @@ ACTIONS: dict[str, ActionKind] = {
     "lose_epoch_file": ActionKind(("broker",), _settled(rule_lose_epoch_file), "epoch_file_losses"),
     "write_back_epoch_file": ActionKind(("broker",), _settled(rule_write_back_epoch_file)),
     "revert_epoch_file": ActionKind(("broker",), _settled(rule_revert_epoch_file), "epoch_file_reverts"),
+    "flush_checkpoint": ActionKind(("broker",), _settled(rule_flush_checkpoint)),
+    "revert_checkpoint": ActionKind(("broker",), _settled(rule_revert_checkpoint), "checkpoint_reverts"),
     "controller_failover": ActionKind((), _settled(rule_controller_failover), "controller_failovers"),
     "consumer_restart": ActionKind((), _settled(rule_consumer_restart), "consumer_restarts"),
     "ha_second_removal": ActionKind(("broker", "slave"), _settled(rule_ha_second_removal)),
@@ -1013,6 +1037,8 @@ def candidates(s: State, cfg: Config) -> list[Action]:
         i = b.id
         if _budget_left(s, cfg, "epoch_file_reverts") and b.epochs.disk != b.epochs.synced:
             out.append(("write_back_epoch_file", i))
+        if _budget_left(s, cfg, "checkpoint_reverts") and b.checkpoint_confirm != b.confirm:
+            out.append(("revert_checkpoint" if not b.up else "flush_checkpoint", i))
         if not b.up:
             out.append(("restart", i))
             if _budget_left(s, cfg, "epoch_file_losses") and b.epochs.disk:

@@ -66,9 +66,10 @@ def test_independent_steps_commute_under_every_toggle(toggle):
 
 
 def test_independent_steps_commute_with_the_faults_off_by_default():
-    """The epoch-file faults, the controller cuts and the closed connections' second removals are
-    in no named configuration."""
-    off = {f: 1 for f in ("epoch_file_losses", "epoch_file_reverts", "controller_cuts", "second_removals")}
+    """The epoch-file and checkpoint faults, the controller cuts and the closed connections'
+    second removals are in no named configuration."""
+    off = {f: 1 for f in ("epoch_file_losses", "epoch_file_reverts", "controller_cuts", "second_removals",
+                          "checkpoint_reverts")}
     cfg = configs.load("durable")._replace(faults=configs.load("durable").faults._replace(**off))
     assert commutation_failures(cfg, walks=40, length=60) == []
 

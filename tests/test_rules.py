@@ -144,6 +144,31 @@ ha_transfer slave=2"""
     assert not {("revert_epoch_file", 2), ("write_back_epoch_file", 2)} & set(enabled(s, cfg))  # off by default
 
 
+def test_a_death_before_the_checkpoint_s_flush_takes_confirm_offset_back():
+    """StoreCheckpoint writes its file only in flush(), once a second: a slave killed after its
+    confirmOffset moved and before the next flush restarts with the one flushed before
+    (durable3 seed 500, step 115: 21 where the model kept 22)."""
+    flushed = f"""{MEMBER_2}
+faults checkpoint_reverts=1
+send broker=1 queue=0 size=1
+ha_transfer slave=2
+ha_read_ack slave=2
+flush_checkpoint broker=2
+ha_transfer slave=2"""
+    cfg, s = run(f"{flushed}\ncrash broker=2 keep=0")
+    moved = s.broker(2)
+    assert moved.checkpoint_confirm < moved.confirm and ("revert_checkpoint", 2) in enabled(s, cfg)
+    cfg, s = run(f"{flushed}\ncrash broker=2 keep=0\nrevert_checkpoint broker=2")
+    assert s.broker(2).confirm == moved.checkpoint_confirm and s.used.checkpoint_reverts == 1
+    assert ("revert_checkpoint", 2) not in enabled(s, cfg)
+    cfg, s = run(f"{flushed}\nflush_checkpoint broker=2\ncrash broker=2 keep=0")
+    assert ("revert_checkpoint", 2) not in enabled(s, cfg)  # the last move is in the file
+    cfg, s = run(f"{flushed.replace('checkpoint_reverts=1', 'checkpoint_reverts=0').replace('flush_checkpoint broker=2', '')}"
+                 "\ncrash broker=2 keep=0")
+    assert not {("revert_checkpoint", 2), ("flush_checkpoint", 2)} & set(enabled(s, cfg))  # off by default
+    assert s.broker(2).checkpoint_confirm == -1  # untracked: the explored spaces are unchanged
+
+
 def test_no_consistent_point_closes_the_connection_and_retries():
     cfg, s = run("""config brokers=2
 send broker=1 queue=0 size=1

@@ -149,9 +149,13 @@ class Follower(Gaps):
     def write_back(self) -> None:
         """The file system writes back every epoch file as the steps so far left it: the harness
         keeps a version through a power loss once it is a tick old (checkers/cluster/epochfiles.py),
-        so what a round finds is what survives a power loss after its tick."""
+        so what a round finds is what survives a power loss after its tick. Each store's
+        checkpoint is flushed then too: the code flushes it once a second, and the record does
+        not say when, so a round stands for the last flush before a death; the search may still
+        find that a flush came after the last move (it then takes no `revert_checkpoint`)."""
         for b in range(1, self.cfg.brokers + 1):
             self.do(("write_back_epoch_file", b))
+            self.do(("flush_checkpoint", b))
 
     def fault(self, op: str, b: int, record: dict[str, Any]) -> None:
         if op in ("crash", "power_loss", "restart"):

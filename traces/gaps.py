@@ -100,7 +100,8 @@ class Gaps:
         """The code's own steps in `s`, in the fixed order; a master's first SyncStateSet check
         of its epoch is offered once (marked in `checked`). `fixed`: for the quiet that fills a
         gap in that order, where an AlterSyncStateSet the model cannot drop stops the run, and
-        a flush is left to the search when the record shows the code's flushes. A queued
+        a flush is left to the search when the record shows the code's flushes, as is whether a
+        dead broker's checkpoint missed its confirmOffset's last move (`revert_checkpoint`). A queued
         AlterSyncStateSet goes first: the code sends it from the thread that proposed it, in
         the listener call (ReplicasManager.doReportSyncStateSetChanged), before that thread
         reads another frame. A broker not running yet sends none: it drops it (no listener yet,
@@ -128,6 +129,8 @@ class Gaps:
                 yield ("check_sss", b.id)
         for b in s.brokers:
             if not b.up:
+                if not fixed:  # the checkpoint's last flush came before its confirmOffset's last move
+                    yield ("revert_checkpoint", b.id)
                 continue
             i = b.id
             if b.role == SLAVE and self._ha_open(s, i):

@@ -39,6 +39,17 @@ def restore(store: Path, contents: Contents) -> None:
 
 NONE: Contents = (None,) * len(FILES)  # no version written back yet
 
+# StoreCheckpoint's file (StorePathConfigHelper.getStoreCheckpoint): five longs, confirmPhyOffset
+# the fifth (StoreCheckpoint.flush), big-endian as a ByteBuffer writes them.
+CHECKPOINT, CONFIRM_AT = "checkpoint", 32
+
+
+def set_checkpoint_confirm(store: Path, offset: int) -> None:
+    """The checkpoint file's confirmPhyOffset set to `offset` (the model's `revert_checkpoint`)."""
+    with open(store / CHECKPOINT, "r+b") as f:
+        f.seek(CONFIRM_AT)
+        f.write(offset.to_bytes(8, "big", signed=True))
+
 
 class PageCache:
     """The versions of one broker's epoch files seen so far, each with its controller tick."""

@@ -387,7 +387,8 @@ class Cluster:
         positions are the store's own, reported just before the halt; the commit log also keeps
         what lies before `commit_log_kept_to`: pages the OS wrote back), the epoch files their last
         version the file system had written back (epochfiles.py; this answers "kept", "reverted" or
-        "lost"). The checkpoint file loses nothing: StoreCheckpoint forces its page in flush()."""
+        "lost"). The checkpoint file loses nothing more: StoreCheckpoint forces its page in flush(),
+        though the confirmOffset moves since its last flush (once a second) are lost as at a kill -9."""
         node = self.nodes[b]
         n = node.command("halt", power_loss=True)
         self._pump(lambda: self._ended(node), 30, f"broker {b}: power loss")

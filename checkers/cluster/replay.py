@@ -67,6 +67,7 @@ class Context:
         self.ack_marks: dict[int, int] = {}  # slave -> frames of its acks to release at ha_read_ack
         self.read_offsets = [0] * cfg.queues
         self.written_back: dict[int, epochfiles.Contents] = {}  # broker -> its epoch files at the last write-back
+        self.flushed_confirm: dict[int, int] = {}  # broker -> its confirmOffset at the model's last checkpoint flush
 
     def on_event(self, kind: str, body: dict[str, Any]) -> None:
         if kind == "put_done" and body.get("msg") in self.pending:
@@ -327,6 +328,18 @@ def _revert_epoch_file(x: Context, a: Action, before: State, after: State) -> tu
     return DRIVEN, f"broker {a[1]}'s epoch files taken back to the version last written back"
 
 
+def _flush_checkpoint(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    """The broker flushes its checkpoint by itself once a second; the confirmOffset it holds now
+    is noted, for a revert to take the file back to."""
+    x.flushed_confirm[a[1]] = int((x.c.observe(a[1]) or {}).get("confirm_offset", -1))
+    return DRIVEN, f"broker {a[1]}'s confirmOffset as flushed to its checkpoint noted"
+
+
+def _revert_checkpoint(x: Context, a: Action, before: State, after: State) -> tuple[str, str]:
+    epochfiles.set_checkpoint_confirm(x.c.nodes[a[1]].store, x.flushed_confirm.get(a[1], -1))
+    return DRIVEN, f"broker {a[1]}'s checkpoint taken back to the confirmOffset last flushed"
+
+
 STEPS: dict[str, Step] = {
     "send": _send,
     "consume": _consume,
@@ -365,6 +378,8 @@ STEPS: dict[str, Step] = {
     "lose_epoch_file": _lose_epoch_file,
     "write_back_epoch_file": _write_back_epoch_file,
     "revert_epoch_file": _revert_epoch_file,
+    "flush_checkpoint": _flush_checkpoint,
+    "revert_checkpoint": _revert_checkpoint,
     "controller_failover": _fixed(NOT_DRIVABLE, "the cluster has one controller"),
     "consumer_restart": _fixed(NOT_DRIVABLE, "the harness's consumer commits no offsets"),
 }

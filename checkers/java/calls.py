@@ -83,6 +83,7 @@ MODEL_ONLY = {
     "controller_reconnect": ("network", "the network"), "heal": ("network", "the network"), "hb_timeout": _FAULT,
     "admin_elect": ("controller", "mqadmin, ControllerManager"), "lose_epoch_file": _FAULT,
     "revert_epoch_file": _FAULT, "write_back_epoch_file": ("file system", "the file system"),
+    "revert_checkpoint": _FAULT, "flush_checkpoint": (_STORE, "StoreCheckpoint.flush (store)"),
     "consumer_restart": ("client", "the client"),
 }
 

@@ -123,7 +123,8 @@ def _invariant_for(inv_id: str):
 # the controller cuts' two rules, no_confirm_clamp_on_truncate was not found in its 16 batches).
 BUDGETED_RULES = {"controller_cut": "controller_cuts", "controller_reconnect": "controller_cuts",
                   "write_back_epoch_file": "epoch_file_reverts", "revert_epoch_file": "epoch_file_reverts",
-                  "ha_second_removal": "second_removals"}
+                  "ha_second_removal": "second_removals",
+                  "flush_checkpoint": "checkpoint_reverts", "revert_checkpoint": "checkpoint_reverts"}
 
 for _kind in ACTIONS:
     if _kind not in BUDGETED_RULES:
