@@ -35,7 +35,13 @@ that order within its bound; the second search, the fixed order with a step held
 priority-last-seed-51 (`--config priority-last --faults 4`): a power loss of broker 1 at step 16
 took its epoch files back to an older version (RocketMQ writes them without fsync; the harness's
 file system keeps a version once it is a tick old). The model has that fault since it was asked
-to explain this run (`revert_epoch_file`, to the version of its last `write_back_epoch_file`)."""
+to explain this run (`revert_epoch_file`, to the version of its last `write_back_epoch_file`).
+
+tests/data/long-runs/durable3-seed-500 (`--config durable3 --steps 300 --faults 30`, its first
+116 steps): master 2 is killed (step 110) right after a put moved its confirmOffset to 22, before
+its checkpoint's next flush (once a second), and restarts (step 115) with the 21 the file held.
+Recorded since the harness waits for every handshake in flight (step 77); the model drops what a
+broker proposes before it runs (step 99, `rule_alter_sss`)."""
 
 from __future__ import annotations
 
@@ -58,6 +64,7 @@ EXPLAINED, REMOVED_TWICE, ASYNC = RUNS / "durable3-seed-11", RUNS / "durable3-se
 CONTROLLER_CUT = RUNS / "isr2-seed-33"
 REVERTED = RUNS / "priority-last-seed-51"
 HELD_BACK = Path(__file__).parent / "data" / "long-runs" / "durable3-seed-300"  # not in RUNS: a long one
+CHECKPOINT_LAG = Path(__file__).parent / "data" / "long-runs" / "durable3-seed-500"
 
 
 def follow(folder: Path, changed: tuple[int, tuple[str, ...], object] | None = None):
@@ -127,6 +134,16 @@ def test_a_restarted_master_s_race_is_explained_by_holding_back_a_step_of_the_fi
     stopped = follow(HELD_BACK).stopped
     assert stopped is not None and stopped.step == 177
     assert "controller syncStateSetEpoch: model 21, code 22" in stopped.why and "the search stops there" in stopped.why
+
+
+@pytest.mark.heavy
+def test_a_death_before_the_checkpoint_s_flush_is_followed_as_the_model_s_revert(monkeypatch):
+    f = follow(CHECKPOINT_LAG)
+    assert f.stopped is None and f.explained == 116
+    assert [(step, a) for step, a in zip(f.steps, f.actions) if a[0] == "revert_checkpoint"] == [(115, ("revert_checkpoint", 2))]
+    monkeypatch.setitem(ACTIONS, "revert_checkpoint", ACTIONS["revert_checkpoint"]._replace(rule=lambda s, cfg, b: None))
+    stopped = follow(CHECKPOINT_LAG).stopped
+    assert stopped is not None and stopped.step == 115 and "broker 2 confirm: model 22, code 21" in stopped.why
 
 
 def test_a_view_the_model_cannot_reach_stops_the_run_there_naming_the_field():
