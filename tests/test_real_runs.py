@@ -37,11 +37,15 @@ took its epoch files back to an older version (RocketMQ writes them without fsyn
 file system keeps a version once it is a tick old). The model has that fault since it was asked
 to explain this run (`revert_epoch_file`, to the version of its last `write_back_epoch_file`).
 
-tests/data/long-runs/durable3-seed-500 (`--config durable3 --steps 300 --faults 30`, its first
-116 steps): master 2 is killed (step 110) right after a put moved its confirmOffset to 22, before
+tests/data/long-runs/durable3-seed-500 (`--config durable3 --steps 300 --faults 30`, the whole
+310 steps): master 2 is killed (step 110) right after a put moved its confirmOffset to 22, before
 its checkpoint's next flush (once a second), and restarts (step 115) with the 21 the file held.
 Recorded since the harness waits for every handshake in flight (step 77); the model drops what a
-broker proposes before it runs (step 99, `rule_alter_sss`)."""
+broker proposes before it runs (step 99, `rule_alter_sss`). From step 206 slave 1's handshake
+truncation waits 90 s for a ReputMessageService that spins (apache/rocketmq#9811; its store.log),
+so each put step until it catches up is explained by a search, which leaves the master's
+dispatch and the put's completion undone: no view shows them. The code does them at once, and
+the consumer's read of step 223 finds the message (`Gaps.prompt_rest`)."""
 
 from __future__ import annotations
 
@@ -55,7 +59,9 @@ import pytest
 from rmqcheck.checkers.counterexamples.replay import replay
 from rmqcheck.cli import main
 from rmqcheck.model.step import ACTIONS
+from rmqcheck.model.step import step as take_action
 from rmqcheck.traces import gaps, real_runs, run_records
+from rmqcheck.traces.follower import Follower
 from rmqcheck.traces.schema import TraceError
 from rmqcheck.traces.validate import discover, validate_local
 
@@ -136,14 +142,46 @@ def test_a_restarted_master_s_race_is_explained_by_holding_back_a_step_of_the_fi
     assert "controller syncStateSetEpoch: model 21, code 22" in stopped.why and "the search stops there" in stopped.why
 
 
+def follow_first(folder: Path, steps: int) -> real_runs.Followed:
+    cfg, records = run_records.read_run(folder)
+    return real_runs.follow(cfg, records[:steps], views=True)
+
+
 @pytest.mark.heavy
 def test_a_death_before_the_checkpoint_s_flush_is_followed_as_the_model_s_revert(monkeypatch):
     f = follow(CHECKPOINT_LAG)
-    assert f.stopped is None and f.explained == 116
+    assert f.stopped is None and f.explained == 310
     assert [(step, a) for step, a in zip(f.steps, f.actions) if a[0] == "revert_checkpoint"] == [(115, ("revert_checkpoint", 2))]
     monkeypatch.setitem(ACTIONS, "revert_checkpoint", ACTIONS["revert_checkpoint"]._replace(rule=lambda s, cfg, b: None))
-    stopped = follow(CHECKPOINT_LAG).stopped
+    stopped = follow_first(CHECKPOINT_LAG, 116).stopped
     assert stopped is not None and stopped.step == 115 and "broker 2 confirm: model 22, code 21" in stopped.why
+
+
+@pytest.mark.heavy
+def test_what_a_search_leaves_that_the_code_does_at_once_is_done_before_the_next_read(monkeypatch):
+    """Without the prompt steps after a search, the put of step 222 is still pending at 223's read."""
+    monkeypatch.setattr(gaps.Gaps, "prompt_rest", lambda self, s, checked, shows: ([], s))
+    stopped = follow_first(CHECKPOINT_LAG, 223).stopped
+    assert stopped is not None and stopped.step == 223
+    assert "the consumer read 1 messages on the code, 0 in the model" in stopped.why
+
+
+def test_the_prompt_steps_complete_a_put_and_dispatch_it_but_change_nothing_a_view_shows():
+    """`Gaps.prompt_rest` from a state where a put's replicas have acked (durable3 seed 11's first
+    put): the put completes and the slaves dispatch, since nothing a view shows changes; with a
+    record that any change contradicts, it takes nothing."""
+    cfg, records = run_records.read_run(EXPLAINED)
+    f = real_runs.follow(cfg, records, views=True)
+    done = f.actions.index(next(a for a in f.actions if a[0] == "put_complete"))
+    follower = Follower(f.cfg, views=True, eager_flush=True)
+    for a in f.actions[:done]:
+        follower.s = take_action(follower.s, a, f.cfg)
+    pending = follower.s
+    path, rested = follower.prompt_rest(pending, {}, lambda s: True)
+    assert f.actions[done] in path and ("dispatch", 3) in path  # a slave's dispatch of the message too
+    assert {a[0] for a in path} <= set(gaps.PROMPT) and not rested.broker(f.actions[done][1]).puts
+    assert follower.prompt_rest(rested, {}, lambda s: True) == ([], rested)
+    assert follower.prompt_rest(pending, {}, lambda s: s == pending) == ([], pending)
 
 
 def test_a_view_the_model_cannot_reach_stops_the_run_there_naming_the_field():

@@ -281,7 +281,8 @@ class Follower(Gaps):
                 raise Stop(why + f"the first {found.visited:,}; the search stops there; nor with up to "
                                  f"{gaps.HELD_AT_MOST} of them held back: {held.visited:,} states)")
             found = held
-        self.s, self.checked = found.state, found.checked
+        rest, self.s = self.prompt_rest(found.state, found.checked, shows)
+        self.checked = found.checked
         del self.actions[taken:], self.steps[taken:], self.own[taken:]
         self.kill9 = {i for i in self.kill9 if i < taken}
         for a, own in found.path:
@@ -290,4 +291,7 @@ class Follower(Gaps):
             self.actions.append(a)
             self.own.append(own)
             self.steps.append(self.at)
+        self.actions += rest
+        self.own += [True] * len(rest)
+        self.steps += [self.at] * len(rest)
         return True
