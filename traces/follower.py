@@ -285,13 +285,10 @@ class Follower(Gaps):
         self.checked = found.checked
         del self.actions[taken:], self.steps[taken:], self.own[taken:]
         self.kill9 = {i for i in self.kill9 if i < taken}
-        for a, own in found.path:
+        for a, own in found.path + [(prompt, True) for prompt in rest]:
             if a[0] == "crash" and not own and a[2]:
                 self.kill9.add(len(self.actions))
             self.actions.append(a)
             self.own.append(own)
             self.steps.append(self.at)
-        self.actions += rest
-        self.own += [True] * len(rest)
-        self.steps += [self.at] * len(rest)
         return True
