@@ -60,9 +60,9 @@ def pytest_itemcollected(item):
 # figure costs balance, never a result. The modules not named follow in their own order, and
 # test_packaging comes last: it uses the CI workflow run that test_ci_docs makes, and would
 # otherwise wait about 40 s for it on the other worker.
-MODULE_SECONDS = {"spark": 280, "test_explore": 113, "test_cluster": 104, "test_footprint": 92, "test_fuzz": 75,
+MODULE_SECONDS = {"spark": 280, "test_explore": 113, "test_cluster": 104, "test_real_runs": 92, "test_footprint": 92, "test_fuzz": 75,
                   "test_ci_docs": 71, "test_proofs": 45, "test_java_mutants": 44, "test_cli": 43, "test_java_driver": 39,
-                  "test_reach": 38, "test_real_runs": 35, "test_rediscovery": 32, "test_recovery": 25, "test_dledger": 24,
+                  "test_reach": 38, "test_rediscovery": 32, "test_recovery": 25, "test_dledger": 24,
                   "test_matrix": 20, "test_classic": 18, "test_ci": 18, "test_stateful": 18}
 LAST = "test_packaging"
 
