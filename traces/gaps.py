@@ -19,8 +19,9 @@ GAP_STATES = 20_000  # states the search of one gap may visit
 HELD_AT_MOST = 2  # own steps the second search of a gap may hold back in one schedule
 Held = tuple  # (action, how many times the schedule took it before): one own step held back
 HELD_OCCURRENCES = 2  # of each own step, only its first ones are held back
-# The code's own steps that follow what enables them within milliseconds (`prompt_rest`).
-PROMPT = ("dispatch", "put_complete", "put_timeout")
+# The code's own steps that follow what enables them within milliseconds (`prompt_rest`); a
+# flush only where the fixed order flushes (SYNC_FLUSH's, or where the record does not show them).
+PROMPT = ("dispatch", "put_complete", "put_timeout", "flush")
 # A run's faults, in the harness's terms (harness.py): a broker's RPCs dropped or their answers lost.
 DROP, LOSE_ANSWER = "drop", "lose_answer"
 
@@ -81,15 +82,17 @@ class Gaps:
         master = b.client.master if b.client.master is not None else b.master_id
         return master is None or frozenset({slave, master}) not in self.silent
 
-    def _rest(self, s: State, checked: dict[int, int]) -> tuple[list[Action], State, dict[int, int]]:
+    def _rest(self, s: State, checked: dict[int, int], shows: Callable[[State], bool] | None = None
+              ) -> tuple[list[Action], State, dict[int, int]]:
         """The fixed order of the code's own steps from `s` until nothing new happens: a step
         back to a state already passed (a slave's periodic ack the master has read already) is
-        not taken. Stop when it does not come to rest, or a dropped AlterSyncStateSet waits."""
+        not taken. Stop when it does not come to rest, or a dropped AlterSyncStateSet waits.
+        With `shows`, only the prompt steps, each while the state still shows (`prompt_rest`)."""
         checked, path, seen = dict(checked), [], {passed(s)}
         for _ in range(QUIET_AFTER):
             for a in self._own_steps(s, checked, fixed=True):
-                nxt = self._new(s, a, seen)
-                if nxt is not None:
+                nxt = self._new(s, a, seen) if shows is None or a[0] in PROMPT else None
+                if nxt is not None and (shows is None or shows(nxt)):
                     s = nxt
                     path.append(a)
                     seen.add(passed(s))
@@ -265,19 +268,11 @@ class Gaps:
         milliseconds (ReputMessageService polls every millisecond, GroupTransferService wakes at
         each ack), long before the harness reads its view, so the next operation finds them done
         (durable3 seed 500, from step 222: a slave stuck 90 s in its truncation made every put
-        step a search's, and the puts the searches left pending outlived their deadlines)."""
-        path, seen = [], {passed(s)}
-        prompt = PROMPT + (("flush",) if self.eager_flush else ())
-        while True:
-            for a in self._own_steps(s, dict(checked)):
-                nxt = self._new(s, a, seen) if a[0] in prompt else None
-                if nxt is not None and shows(nxt):
-                    s = nxt
-                    path.append(a)
-                    seen.add(passed(s))
-                    break
-            else:
-                return path, s
+        step a search's, and the puts the searches left pending outlived their deadlines). The
+        found state holds no dropped AlterSyncStateSet and these steps queue none, so the fixed
+        order's Stop for one cannot come."""
+        path, s, _ = self._rest(s, checked, shows)
+        return path, s
 
     def _new(self, s: State, a: Action, seen: set[State]) -> State | None:
         """`a` taken in `s`, if enabled and not back to a state already passed."""
