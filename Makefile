@@ -113,6 +113,7 @@ bench: $(STAMP) java jdk
 	$(BIN)/python bench/conform.py
 	$(BIN)/python bench/cluster.py
 	$(BIN)/python bench/schedule_reach.py
+	$(BIN)/python bench/follow_scaling.py
 
 # A 30-minute soak of the cluster (`rmqcheck cluster --soak 1800`), then its record validated by
 # both engines: the figures docs/cluster.md gives (41 minutes on 2 cores; a 10-minute
