@@ -28,12 +28,10 @@ CONTROLLER = {"exists": True, "master": 1, "master_address": "127.0.0.1:30001", 
 
 def records(puts: int) -> list[dict[str, Any]]:
     """A first round that elects broker 1, then `puts` puts to it, a round after every tenth."""
-    rs = [{"step": 1, "op": "round", "arg": None, "result": "master 1", "controller": CONTROLLER}]
-    for k in range(puts):
-        rs.append({"step": len(rs) + 1, "op": "put", "arg": 0, "result": "to broker 1", "controller": CONTROLLER})
-        if k % 10 == 9:
-            rs.append({"step": len(rs) + 1, "op": "round", "arg": None, "result": "master 1", "controller": CONTROLLER})
-    return rs
+    round_ = {"op": "round", "arg": None, "result": "master 1"}
+    put = {"op": "put", "arg": 0, "result": "to broker 1"}
+    ops = [round_] + [op for k in range(puts) for op in ((put, round_) if k % 10 == 9 else (put,))]
+    return [{"step": i, **op, "controller": CONTROLLER} for i, op in enumerate(ops, start=1)]
 
 
 def main(sizes: list[int]) -> int:
